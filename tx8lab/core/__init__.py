@@ -1,0 +1,27 @@
+"""tx8lab core: the tx8be IR, op library, interpreter, passes and frontends.
+
+Imports nothing from ``tx8lab.widgets`` (DESIGN.md §1).
+"""
+
+from __future__ import annotations
+
+from tx8lab.core.interpret import interpret, random_inputs
+from tx8lab.core.ir import Block, Builder, Function, Module, Op, TensorType, Value, make_op
+from tx8lab.core.text import parse_module, print_module
+from tx8lab.core.verify import verify
+
+__all__ = [
+    "Block",
+    "Builder",
+    "Function",
+    "Module",
+    "Op",
+    "TensorType",
+    "Value",
+    "interpret",
+    "make_op",
+    "parse_module",
+    "print_module",
+    "random_inputs",
+    "verify",
+]

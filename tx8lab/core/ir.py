@@ -1,0 +1,429 @@
+"""The tx8be IR: modules of functions of ops, immutable so that passes can share them.
+
+Spec: DESIGN.md §2 and seed 001 ("TX8 BE": the tx8be dialect). A :class:`Module` holds
+functions; a :class:`Function` holds one :class:`Block` whose ops are in topological
+order and end with ``func.return``. Ops are frozen; a pass builds a new op only where
+something changed and a new tuple of ops, so copying a 10k-op module costs a tuple copy.
+
+Readings chosen:
+
+- Every op carries a **stable id** (``Op.id``) that survives passes. In the text form an
+  op's results are named after it: ``%7`` (one result) or ``%7:2`` / ``%7#1`` (several).
+  A zero-result op that is not a terminator prints its id as ``tx8.id``. Terminators
+  (``func.return``, ``tx8be.Return``) are not graph nodes and have id -1.
+- An op created by a pass records the pass name in ``Op.created_by`` (printed as the
+  attribute ``tx8.created_by``). The module's id counter prints as ``tx8.next_id`` so that
+  ids stay fresh across a print/parse round trip.
+- Regions have a single block (all the tx8be dialect uses: ``tx8be.Group`` bodies).
+- Function arguments are block arguments owned by ``-(function index + 1)``; a group's
+  block arguments are owned by the group op's id.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tx8lab.core.dtypes import check_dtype, from_numpy
+from tx8lab.errors import Tx8labError
+
+DIALECT = "tx8be"
+TERMINATORS = frozenset({"func.return", "tx8be.Return"})
+
+
+@dataclass(frozen=True, slots=True)
+class TensorType:
+    """A ranked tensor type such as ``tensor<1x56x56x64xf16>``.
+
+    Examples:
+        >>> str(TensorType((1, 56, 56, 64), "f16"))
+        'tensor<1x56x56x64xf16>'
+        >>> TensorType((2, 3), "f32").num_elements
+        6
+    """
+
+    shape: tuple[int, ...]
+    dtype: str
+
+    def __post_init__(self) -> None:
+        check_dtype(self.dtype)
+        if not isinstance(self.shape, tuple) or any(
+            not isinstance(d, int) or isinstance(d, bool) or d < 0 for d in self.shape
+        ):
+            raise Tx8labError(f"tensor shape must be a tuple of ints >= 0, got {self.shape!r}")
+
+    def __str__(self) -> str:
+        dims = "".join(f"{d}x" for d in self.shape)
+        return f"tensor<{dims}{self.dtype}>"
+
+    @property
+    def rank(self) -> int:
+        """Number of dimensions."""
+        return len(self.shape)
+
+    @property
+    def num_elements(self) -> int:
+        """Number of elements (1 for a rank-0 tensor)."""
+        count = 1
+        for d in self.shape:
+            count *= d
+        return count
+
+    def with_shape(self, shape: Sequence[int]) -> TensorType:
+        """The same element type with another shape."""
+        return TensorType(tuple(int(d) for d in shape), self.dtype)
+
+    def with_dtype(self, dtype: str) -> TensorType:
+        """The same shape with another element type."""
+        return TensorType(self.shape, dtype)
+
+
+@dataclass(frozen=True, slots=True)
+class Value:
+    """An SSA value: result ``index`` of op ``owner``, or block argument ``index``."""
+
+    owner: int
+    index: int
+    type: TensorType
+    is_arg: bool = False
+
+    @property
+    def key(self) -> tuple[int, int, bool]:
+        """Identity of the value regardless of its type."""
+        return (self.owner, self.index, self.is_arg)
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """A block: arguments and ops in topological order, ending with a terminator."""
+
+    args: tuple[Value, ...]
+    ops: tuple[Op, ...]
+
+    @property
+    def terminator(self) -> Op:
+        """The block's last op (``func.return`` or ``tx8be.Return``)."""
+        if not self.ops or self.ops[-1].kind not in TERMINATORS:
+            raise Tx8labError("block does not end with a terminator")
+        return self.ops[-1]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Op:
+    """One operation. Frozen: change it with :meth:`replace`, which returns a new op."""
+
+    id: int
+    kind: str
+    operands: tuple[Value, ...]
+    results: tuple[Value, ...]
+    attrs: Mapping[str, Any] = field(default_factory=dict)
+    regions: tuple[Block, ...] = ()
+    created_by: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The kind without the dialect prefix (``Gemm`` for ``tx8be.Gemm``)."""
+        return self.kind.split(".", 1)[1] if "." in self.kind else self.kind
+
+    @property
+    def result(self) -> Value:
+        """The single result (error if the op has zero or several)."""
+        if len(self.results) != 1:
+            raise Tx8labError(f"{self.label}: has {len(self.results)} results, not one")
+        return self.results[0]
+
+    @property
+    def result_types(self) -> tuple[TensorType, ...]:
+        """Types of the results."""
+        return tuple(r.type for r in self.results)
+
+    @property
+    def label(self) -> str:
+        """How messages name this op: ``%7 tx8be.Add``."""
+        return f"%{self.id} {self.kind}"
+
+    def replace(self, **changes: Any) -> Op:
+        """A copy with some fields changed (``attrs``, ``operands``, ...)."""
+        values = {
+            "id": self.id,
+            "kind": self.kind,
+            "operands": self.operands,
+            "results": self.results,
+            "attrs": self.attrs,
+            "regions": self.regions,
+            "created_by": self.created_by,
+        }
+        values.update(changes)
+        return Op(**values)
+
+    def with_attrs(self, **attrs: Any) -> Op:
+        """A copy with attributes set (a value of ``None`` removes the attribute)."""
+        merged = dict(self.attrs)
+        for key, value in attrs.items():
+            if value is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = value
+        return self.replace(attrs=merged)
+
+    def walk(self) -> Iterator[Op]:
+        """This op, then every op nested in its regions, in order."""
+        yield self
+        for region in self.regions:
+            for op in region.ops:
+                yield from op.walk()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Function:
+    """A ``func.func``: a name and a body whose arguments are the function inputs."""
+
+    name: str
+    body: Block
+
+    @property
+    def args(self) -> tuple[Value, ...]:
+        """The function's inputs."""
+        return self.body.args
+
+    @property
+    def ops(self) -> tuple[Op, ...]:
+        """Top-level ops, terminator included."""
+        return self.body.ops
+
+    @property
+    def outputs(self) -> tuple[Value, ...]:
+        """Values the function returns."""
+        return self.body.terminator.operands
+
+    def with_ops(self, ops: Sequence[Op]) -> Function:
+        """The same function with another op list (terminator included)."""
+        return Function(self.name, Block(self.body.args, tuple(ops)))
+
+    def walk(self) -> Iterator[Op]:
+        """Every op, nested ones included, in order."""
+        for op in self.body.ops:
+            yield from op.walk()
+
+
+@dataclass(frozen=True, eq=False)
+class Module:
+    """A ``builtin.module``: functions, module attributes and the id counter."""
+
+    functions: tuple[Function, ...]
+    attrs: Mapping[str, Any] = field(default_factory=dict)
+    next_id: int = 0
+
+    @property
+    def main(self) -> Function:
+        """The function named ``main`` (or the first one)."""
+        for func in self.functions:
+            if func.name == "main":
+                return func
+        if not self.functions:
+            raise Tx8labError("module has no function")
+        return self.functions[0]
+
+    def with_function(self, func: Function, next_id: int | None = None) -> Module:
+        """The module with the function of the same name replaced by ``func``."""
+        functions = tuple(func if f.name == func.name else f for f in self.functions)
+        if not any(f.name == func.name for f in self.functions):
+            functions = (*functions, func)
+        return Module(functions, self.attrs, self.next_id if next_id is None else next_id)
+
+    def walk(self) -> Iterator[Op]:
+        """Every op of every function, nested ones included."""
+        for func in self.functions:
+            yield from func.walk()
+
+    def op_by_id(self) -> dict[int, Op]:
+        """Map from stable id to op (terminators left out)."""
+        return {op.id: op for op in self.walk() if op.id >= 0}
+
+    @property
+    def num_ops(self) -> int:
+        """Number of ops, nested ones included, terminators not."""
+        return sum(1 for op in self.walk() if op.kind not in TERMINATORS)
+
+    def __str__(self) -> str:
+        from tx8lab.core.text import print_module
+
+        return print_module(self)
+
+
+def full_kind(kind: str) -> str:
+    """``Gemm`` -> ``tx8be.Gemm``; a kind with a dialect prefix stays as it is."""
+    return kind if "." in kind else f"{DIALECT}.{kind}"
+
+
+def normalize_attr(name: str, value: Any) -> Any:
+    """Turn lists into tuples and numpy scalars into Python values, checking types."""
+    if isinstance(value, np.ndarray):
+        return value
+    if isinstance(value, list | tuple):
+        return tuple(normalize_attr(name, v) for v in value)
+    if isinstance(value, np.generic):
+        return value.item()
+    if value is None:
+        raise Tx8labError(f"attribute {name!r}: None is not an attribute value; leave it out")
+    return value
+
+
+class IdCounter:
+    """Hands out fresh op ids, starting at a module's ``next_id``."""
+
+    def __init__(self, start: int = 0) -> None:
+        self._next = start
+
+    def __call__(self) -> int:
+        value = self._next
+        self._next += 1
+        return value
+
+    @property
+    def next_id(self) -> int:
+        """The first id not handed out yet."""
+        return self._next
+
+
+def make_op(
+    kind: str,
+    operands: Sequence[Value],
+    attrs: Mapping[str, Any] | None = None,
+    *,
+    op_id: int,
+    result_types: Sequence[TensorType] | None = None,
+    regions: Sequence[Block] = (),
+    created_by: str | None = None,
+) -> Op:
+    """Create an op, inferring result types from the op library when not given."""
+    kind = full_kind(kind)
+    clean = {k: normalize_attr(k, v) for k, v in (attrs or {}).items()}
+    if result_types is None:
+        from tx8lab.core.ops import get_op_def
+
+        result_types = get_op_def(kind).infer_type([v.type for v in operands], clean)
+    results = tuple(Value(op_id, i, t) for i, t in enumerate(result_types))
+    return Op(op_id, kind, tuple(operands), results, clean, tuple(regions), created_by)
+
+
+def remap_operands(ops: Iterable[Op], mapping: Mapping[tuple[int, int, bool], Value]) -> list[Op]:
+    """Replace operands found in ``mapping`` (by value key), recursing into regions.
+
+    Ops whose operands do not change are kept as the same objects, so passes stay cheap.
+    A remapped result type propagates: the op keeps its own result types, so callers that
+    change types must re-infer them (see ``tx8lab.core.verify``).
+    """
+    out: list[Op] = []
+    for op in ops:
+        operands = tuple(mapping.get(v.key, v) for v in op.operands)
+        regions = op.regions
+        if regions:
+            regions = tuple(
+                Block(r.args, tuple(remap_operands(r.ops, mapping))) for r in op.regions
+            )
+        changed = any(a is not b for a, b in zip(operands, op.operands, strict=True)) or any(
+            a is not b for a, b in zip(regions, op.regions, strict=True)
+        )
+        out.append(op.replace(operands=operands, regions=regions) if changed else op)
+    return out
+
+
+def users_of(func: Function) -> dict[tuple[int, int, bool], list[tuple[Op, int]]]:
+    """Map from value key to the (top-level op, operand index) pairs that use it."""
+    uses: dict[tuple[int, int, bool], list[tuple[Op, int]]] = {}
+    for op in func.ops:
+        for index, value in enumerate(op.operands):
+            uses.setdefault(value.key, []).append((op, index))
+    return uses
+
+
+class Builder:
+    """Builds a module op by op; reads well in a notebook.
+
+    Examples:
+        >>> b = Builder()
+        >>> x = b.input((1, 4), "f32")
+        >>> y = b.op("Relu", x)
+        >>> b.output(y)
+        >>> module = b.finish()
+        >>> [op.kind for op in module.main.ops]
+        ['tx8be.Relu', 'func.return']
+    """
+
+    def __init__(self, name: str = "main", **module_attrs: Any) -> None:
+        self._name = name
+        self._ids = IdCounter(0)
+        self._args: list[Value] = []
+        self._ops: list[Op] = []
+        self._outputs: list[Value] = []
+        self._attrs = {k: normalize_attr(k, v) for k, v in module_attrs.items()}
+        self._const_seed = itertools.count(1)
+
+    def input(self, shape: Sequence[int], dtype: str = "f32") -> Value:
+        """Add a function argument."""
+        value = Value(-1, len(self._args), TensorType(tuple(shape), dtype), is_arg=True)
+        self._args.append(value)
+        return value
+
+    def op(self, kind: str, *operands: Value, **attrs: Any) -> Any:
+        """Append an op; returns its result, or a tuple of results when several."""
+        op = make_op(kind, operands, attrs, op_id=self._ids())
+        self._ops.append(op)
+        return op.results[0] if len(op.results) == 1 else op.results
+
+    def constant(self, data: Any, dtype: str | None = None) -> Value:
+        """A ``tx8be.Constant`` holding ``data`` (numpy array or nested lists)."""
+        array = np.asarray(data)
+        dtype = dtype or from_numpy(array.dtype)
+        from tx8lab.core.dtypes import round_to
+
+        array = round_to(array, dtype)
+        value: Value = self.op("Constant", value=array, dtype=dtype)
+        return value
+
+    def weight(
+        self,
+        shape: Sequence[int],
+        dtype: str = "f16",
+        *,
+        scale: float | None = None,
+        offset: float = 0.0,
+        distribution: str = "normal",
+    ) -> Value:
+        """A random constant described by a seed (see ``RandomInit``), not by bytes.
+
+        ``scale`` defaults to ``1/sqrt(fan_in)`` with fan-in the product of all but the
+        first dimension, which keeps activations of deep zoo models in range.
+        """
+        from tx8lab.core.attrs import RandomInit
+
+        shape = tuple(int(d) for d in shape)
+        if scale is None:
+            fan_in = 1
+            for d in shape[1:] or shape:
+                fan_in *= d
+            scale = float(1.0 / np.sqrt(max(fan_in, 1)))
+        init = RandomInit(next(self._const_seed), distribution, float(scale), float(offset))
+        value: Value = self.op("Constant", value=init, shape=shape, dtype=dtype)
+        return value
+
+    def output(self, *values: Value) -> None:
+        """Mark values as function outputs (call once, with all of them)."""
+        self._outputs.extend(values)
+
+    def finish(self) -> Module:
+        """The finished module (verified)."""
+        if not self._outputs:
+            raise Tx8labError("Builder.finish: call output(...) with the function's results")
+        ret = Op(-1, "func.return", tuple(self._outputs), ())
+        func = Function(self._name, Block(tuple(self._args), (*self._ops, ret)))
+        module = Module((func,), self._attrs, self._ids.next_id)
+        from tx8lab.core.verify import verify
+
+        verify(module)
+        return module

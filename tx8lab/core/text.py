@@ -1,0 +1,819 @@
+"""MLIR generic-syntax text form of a module: ``print_module`` and ``parse_module``.
+
+Spec: DESIGN.md §2. The text is what ``mlir-opt --allow-unregistered-dialect
+--mlir-print-op-generic`` reads and writes, so the two can be compared once values are
+renumbered; ``parse_module`` also reads mlir-opt's own output (``%0:2``, ``%0#1``,
+``<{properties}>``, renumbered ``%argN``, floats as ``1.500000e+00``, small dense
+literals as nested lists, splats).
+
+Readings chosen:
+
+- Attributes print sorted by name, as mlir-opt does.
+- ``int`` prints as ``N : i64``, ``float`` as its shortest exact decimal ``: f64`` (inf and
+  nan as the hex bit pattern), ``bool`` as ``true``/``false``, a tuple of ints as
+  ``array<i64: ...>``, a tuple of floats as ``array<f64: ...>``, any other tuple (and the
+  empty one) as ``[...]``.
+- Constant data prints as ``dense<"0x...">`` (little-endian bytes; bf16 as its 16-bit
+  pattern, i1 as a list of ``true``/``false``), exact for every element type.
+- ``print_module(m, elide_bytes=N)`` prints data larger than N bytes as
+  ``dense_resource<__elided__>`` (mlir-opt's own elision); such text does not parse back
+  to the data, and ``parse_module`` says so.
+
+Examples:
+    >>> from tx8lab.core.ir import Builder
+    >>> b = Builder(); x = b.input((2,), "f32"); b.output(b.op("Relu", x))
+    >>> text = print_module(b.finish())
+    >>> print_module(parse_module(text)) == text
+    True
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import fields, is_dataclass
+from typing import Any
+
+import numpy as np
+
+from tx8lab.core import attrs as A
+from tx8lab.core.dtypes import from_bits_image, numpy_dtype, round_to, to_bits_image
+from tx8lab.core.ir import TERMINATORS, Block, Function, Module, Op, TensorType, Value
+from tx8lab.errors import Tx8labError
+
+_INDENT = "  "
+
+
+# --------------------------------------------------------------------------- printing
+
+
+def _escape(text: str) -> str:
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch == '"':
+            out.append("\\22")
+        elif 0x20 <= code < 0x7F:
+            out.append(ch)
+        else:
+            out.extend(f"\\{b:02X}" for b in ch.encode("utf-8"))
+    return '"' + "".join(out) + '"'
+
+
+def _float(value: float) -> str:
+    """Shortest exact decimal that MLIR reads as a float (it needs a '.'); hex for inf/nan."""
+    if math.isfinite(value):
+        text = repr(float(value))
+        mantissa, e, exponent = text.partition("e")
+        if "." not in mantissa:
+            mantissa += ".0"
+        return mantissa + (e + exponent if e else "")
+    bits = np.array([value], dtype=np.float64).view(np.uint64)[0]
+    return f"0x{int(bits):016X}"
+
+
+def _elided(array: np.ndarray[Any, Any], elide_bytes: int | None) -> bool:
+    return elide_bytes is not None and array.nbytes > elide_bytes
+
+
+def print_attr(value: Any, elide_bytes: int | None = None) -> str:
+    """One attribute value in MLIR syntax.
+
+    Examples:
+        >>> print_attr((1, 2)), print_attr(True), print_attr(0.5), print_attr("a")
+        ('array<i64: 1, 2>', 'true', '0.5 : f64', '"a"')
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return f"{value} : i64"
+    if isinstance(value, float):
+        return f"{_float(value)} : f64"
+    if isinstance(value, str):
+        return _escape(value)
+    if isinstance(value, enum.Enum):
+        mnemonic = value.mnemonic  # type: ignore[attr-defined]
+        return f"#tx8be.{mnemonic}<{value.value}>"
+    if isinstance(value, tuple):
+        if value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            return "array<i64: " + ", ".join(str(v) for v in value) + ">"
+        if value and all(isinstance(v, float) for v in value):
+            return "array<f64: " + ", ".join(_float(v) for v in value) + ">"
+        return "[" + ", ".join(print_attr(v, elide_bytes) for v in value) + "]"
+    if isinstance(value, np.ndarray):
+        raise Tx8labError("a numpy array needs its element type: use print_dense")
+    if is_dataclass(value) and hasattr(value, "mnemonic"):
+        body = ", ".join(
+            f"{f.name} = {print_attr(getattr(value, f.name), elide_bytes)}" for f in fields(value)
+        )
+        return f"#tx8be.{value.mnemonic}<{body}>"
+    raise Tx8labError(f"cannot print attribute value {value!r} of type {type(value).__name__}")
+
+
+def print_dense(array: np.ndarray[Any, Any], dtype: str, elide_bytes: int | None = None) -> str:
+    """Constant data as ``dense<...> : tensor<...>``."""
+    ttype = TensorType(tuple(int(d) for d in array.shape), dtype)
+    if _elided(array, elide_bytes):
+        return f"dense_resource<__elided__> : {ttype}"
+    if dtype == "i1":
+        flat = ", ".join("true" if v else "false" for v in array.reshape(-1))
+        return f"dense<[{flat}]> : {ttype}" if array.ndim else f"dense<{flat}> : {ttype}"
+    return f'dense<"0x{to_bits_image(array, dtype).hex().upper()}"> : {ttype}'
+
+
+def _print_attrs(op: Op, elide_bytes: int | None) -> str:
+    items = dict(op.attrs)
+    if op.created_by is not None:
+        items["tx8.created_by"] = op.created_by
+    if not op.results and op.kind not in TERMINATORS:
+        items["tx8.id"] = op.id
+    if not items:
+        return ""
+    parts = []
+    for key in sorted(items):
+        value = items[key]
+        if isinstance(value, np.ndarray):
+            text = print_dense(value, _array_dtype(op, key, value), elide_bytes)
+        else:
+            text = print_attr(value, elide_bytes)
+        name = key if _BARE_NAME.fullmatch(key) else _escape(key)
+        parts.append(f"{name} = {text}")
+    return " {" + ", ".join(parts) + "}"
+
+
+def _array_dtype(op: Op, key: str, array: np.ndarray[Any, Any]) -> str:
+    # Constant data is stored in the element type of the op's result when it has one
+    if key == "value" and op.results and op.results[0].type.shape == array.shape:
+        return op.results[0].type.dtype
+    from tx8lab.core.dtypes import from_numpy
+
+    return from_numpy(array.dtype)
+
+
+_BARE_NAME = re.compile(r"[A-Za-z_][\w$.]*")
+
+
+def _value_name(value: Value, names: Mapping[tuple[int, int, bool], str]) -> str:
+    return names[value.key]
+
+
+def _types(types: tuple[TensorType, ...]) -> str:
+    return ", ".join(str(t) for t in types)
+
+
+def _result_types(types: tuple[TensorType, ...]) -> str:
+    if len(types) == 1:
+        return str(types[0])
+    return f"({_types(types)})"
+
+
+def _print_block(
+    block: Block,
+    names: dict[tuple[int, int, bool], str],
+    arg_names: list[str],
+    depth: int,
+    out: list[str],
+    elide_bytes: int | None,
+) -> None:
+    pad = _INDENT * depth
+    for value, name in zip(block.args, arg_names, strict=True):
+        names[value.key] = name
+    header = ", ".join(f"{n}: {v.type}" for n, v in zip(arg_names, block.args, strict=True))
+    out.append(f"{_INDENT * (depth - 1)}^bb0({header}):")
+    for op in block.ops:
+        _print_op(op, names, depth, out, elide_bytes)
+    del pad
+
+
+def _print_op(
+    op: Op,
+    names: dict[tuple[int, int, bool], str],
+    depth: int,
+    out: list[str],
+    elide_bytes: int | None,
+) -> None:
+    pad = _INDENT * depth
+    operands = ", ".join(names[v.key] for v in op.operands)
+    lhs = ""
+    if len(op.results) == 1:
+        names[op.results[0].key] = f"%{op.id}"
+        lhs = f"%{op.id} = "
+    elif op.results:
+        for r in op.results:
+            names[r.key] = f"%{op.id}#{r.index}"
+        lhs = f"%{op.id}:{len(op.results)} = "
+    signature = f"({_types(tuple(v.type for v in op.operands))}) -> "
+    signature += _result_types(op.result_types) if op.results else "()"
+    if not op.regions:
+        out.append(f'{pad}{lhs}"{op.kind}"({operands}){_print_attrs(op, elide_bytes)} : {signature}')
+        return
+    out.append(f'{pad}{lhs}"{op.kind}"({operands}) ({{')
+    for index, region in enumerate(op.regions):
+        if index:
+            out.append(f"{pad}}}, {{")
+        arg_names = [f"%b{op.id}_{index}_{i}" for i in range(len(region.args))]
+        _print_block(region, names, arg_names, depth + 1, out, elide_bytes)
+    out.append(f"{pad}}}){_print_attrs(op, elide_bytes)} : {signature}")
+
+
+def print_function(func: Function, elide_bytes: int | None = None, depth: int = 1) -> str:
+    """One ``func.func`` in generic syntax."""
+    out: list[str] = []
+    names: dict[tuple[int, int, bool], str] = {}
+    pad = _INDENT * depth
+    out.append(f'{pad}"func.func"() ({{')
+    arg_names = [f"%arg{i}" for i in range(len(func.args))]
+    _print_block(func.body, names, arg_names, depth + 1, out, elide_bytes)
+    in_types = _types(tuple(v.type for v in func.args))
+    out_types = tuple(v.type for v in func.outputs)
+    ftype = f"({in_types}) -> " + (_result_types(out_types) if out_types else "()")
+    out.append(f'{pad}}}) {{function_type = {ftype}, sym_name = {_escape(func.name)}}} : () -> ()')
+    return "\n".join(out)
+
+
+def print_module(module: Module, elide_bytes: int | None = None) -> str:
+    """The module in MLIR generic syntax (exact round trip with :func:`parse_module`)."""
+    parts = ['"builtin.module"() ({']
+    parts.extend(print_function(f, elide_bytes) for f in module.functions)
+    mod_attrs = dict(module.attrs)
+    mod_attrs["tx8.next_id"] = module.next_id
+    body = ", ".join(
+        f"{k if _BARE_NAME.fullmatch(k) else _escape(k)} = {print_attr(mod_attrs[k])}"
+        for k in sorted(mod_attrs)
+    )
+    parts.append(f"}}) {{{body}}} : () -> ()")
+    return "\n".join(parts) + "\n"
+
+
+# --------------------------------------------------------------------------- parsing
+
+_TOKEN = re.compile(
+    r"""
+    (?P<ws>[ \t\r\n]+|//[^\n]*)
+  | (?P<string>"(?:[^"\\]|\\.)*")
+  | (?P<value>%[A-Za-z_0-9$.\-]+(?:[:#][0-9]+)?)
+  | (?P<block>\^[A-Za-z_0-9$.\-]+)
+  | (?P<hash>\#[A-Za-z_][\w$.]*)
+  | (?P<number>-?(?:0x[0-9A-Fa-f]+|[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?))
+  | (?P<arrow>->)
+  | (?P<ident>[A-Za-z_][\w$.]*)
+  | (?P<punct>[(){}\[\]<>,:=?*+])
+    """,
+    re.VERBOSE,
+)
+
+
+class _Lexer:
+    def __init__(self, text: str, source: str) -> None:
+        self.source = source
+        self.text = text
+        self.tokens: list[tuple[str, str, int]] = []
+        pos = 0
+        append = self.tokens.append
+        match = _TOKEN.match
+        while pos < len(text):
+            m = match(text, pos)
+            if m is None:
+                self._fail_at(pos, f"unexpected character {text[pos]!r}")
+            kind = m.lastgroup
+            assert kind is not None
+            if kind != "ws":
+                append((kind, m.group(), pos))
+            pos = m.end()
+        append(("eof", "", len(text)))
+        self.i = 0
+
+    def _fail_at(self, pos: int, message: str) -> None:
+        line = self.text.count("\n", 0, pos) + 1
+        col = pos - (self.text.rfind("\n", 0, pos) + 1) + 1
+        raise Tx8labError(f"{self.source}:{line}:{col}: {message}")
+
+    def fail(self, message: str) -> None:
+        self._fail_at(self.tokens[self.i][2], message)
+
+    def peek(self) -> tuple[str, str]:
+        kind, text, _ = self.tokens[self.i]
+        return kind, text
+
+    def next(self) -> tuple[str, str]:
+        kind, text, _ = self.tokens[self.i]
+        self.i += 1
+        return kind, text
+
+    def accept(self, text: str) -> bool:
+        if self.tokens[self.i][1] == text:
+            self.i += 1
+            return True
+        return False
+
+    def expect(self, text: str) -> None:
+        if self.tokens[self.i][1] != text:
+            got = self.tokens[self.i][1] or "end of input"
+            self.fail(f"expected {text!r}, got {got!r}")
+        self.i += 1
+
+
+def _unescape(token: str) -> str:
+    body = token[1:-1]
+    if "\\" not in body:
+        return body
+    out = bytearray()
+    i = 0
+    simple = {"n": b"\n", "t": b"\t", '"': b'"', "\\": b"\\"}
+    while i < len(body):
+        ch = body[i]
+        if ch == "\\":
+            nxt = body[i + 1]
+            if nxt in simple:
+                out += simple[nxt]
+                i += 2
+            else:
+                out.append(int(body[i + 1 : i + 3], 16))
+                i += 3
+        else:
+            out += ch.encode("utf-8")
+            i += 1
+    return out.decode("utf-8")
+
+
+_TENSOR = re.compile(r"tensor<((?:\d+x)*)([a-z0-9]+)>")
+
+
+class _Parser:
+    def __init__(self, text: str, source: str) -> None:
+        self.lex = _Lexer(text, source)
+        self.max_id = -1
+        self.renumber: list[Op] = []
+
+    # --- types
+    def parse_type(self) -> TensorType:
+        kind, text = self.lex.next()
+        if text != "tensor":
+            self.lex.i -= 1
+            self.lex.fail(f"expected a tensor type, got {text!r}")
+        self.lex.expect("<")
+        dims: list[int] = []
+        # the lexer splits 1x56x56x64xf16 into number/ident tokens; rebuild the spelling
+        spelled = ""
+        while True:
+            kind, text = self.lex.next()
+            if text == ">":
+                break
+            if kind == "eof":
+                self.lex.fail("unterminated tensor type")
+            spelled += text
+        m = re.fullmatch(r"((?:\d+x)*)([a-z]+[0-9]*)", spelled)
+        if m is None:
+            self.lex.i -= 1
+            self.lex.fail(f"cannot read tensor type tensor<{spelled}> (ranked static only)")
+            raise AssertionError
+        dims = [int(d) for d in m.group(1).split("x") if d]
+        try:
+            return TensorType(tuple(dims), m.group(2))
+        except Tx8labError as err:
+            self.lex.i -= 1
+            self.lex.fail(str(err))
+            raise
+
+    def parse_type_list(self) -> tuple[TensorType, ...]:
+        if self.lex.accept("("):
+            types: list[TensorType] = []
+            if not self.lex.accept(")"):
+                types.append(self.parse_type())
+                while self.lex.accept(","):
+                    types.append(self.parse_type())
+                self.lex.expect(")")
+            return tuple(types)
+        return (self.parse_type(),)
+
+    # --- attributes
+    def parse_attr(self) -> Any:
+        kind, text = self.lex.peek()
+        if kind == "string":
+            self.lex.next()
+            return _unescape(text)
+        if text in ("true", "false"):
+            self.lex.next()
+            return text == "true"
+        if text == "unit":
+            self.lex.next()
+            return True
+        if kind == "number":
+            self.lex.next()
+            number = text
+            if self.lex.accept(":"):
+                _, ty = self.lex.next()
+                if ty.startswith("f") or ty == "bf16":
+                    if number.lower().startswith(("0x", "-0x")):
+                        bits = np.array([int(number, 16)], dtype=np.uint64)
+                        return float(bits.view(np.float64)[0])
+                    return float(number)
+                return int(number, 0)
+            return float(number) if any(c in number for c in ".eE") else int(number, 0)
+        if text == "[":
+            self.lex.next()
+            items: list[Any] = []
+            if not self.lex.accept("]"):
+                items.append(self.parse_attr())
+                while self.lex.accept(","):
+                    items.append(self.parse_attr())
+                self.lex.expect("]")
+            return tuple(items)
+        if text == "array":
+            self.lex.next()
+            self.lex.expect("<")
+            _, elem = self.lex.next()
+            items = []
+            if self.lex.accept(":"):
+                while True:
+                    _, num = self.lex.next()
+                    if num in ("true", "false"):
+                        items.append(num == "true")
+                    elif elem.startswith("f"):
+                        if num.lower().startswith(("0x", "-0x")):
+                            bits = np.array([int(num, 16)], dtype=np.uint64)
+                            items.append(float(bits.view(np.float64)[0]))
+                        else:
+                            items.append(float(num))
+                    else:
+                        items.append(int(num, 0))
+                    if not self.lex.accept(","):
+                        break
+            self.lex.expect(">")
+            return tuple(items)
+        if text in ("dense", "dense_resource"):
+            return self.parse_dense()
+        if kind == "hash":
+            return self.parse_dialect_attr()
+        self.lex.fail(f"cannot read attribute starting at {text!r}")
+        raise AssertionError
+
+    def parse_dialect_attr(self) -> Any:
+        _, text = self.lex.next()
+        if not text.startswith("#tx8be."):
+            self.lex.i -= 1
+            self.lex.fail(f"unknown attribute {text!r}: tx8lab reads #tx8be.* attributes only")
+        mnemonic = text[len("#tx8be.") :]
+        cls = A.BY_MNEMONIC.get(mnemonic)
+        if cls is None:
+            self.lex.i -= 1
+            self.lex.fail(f"unknown tx8be attribute {mnemonic!r}")
+        assert cls is not None
+        self.lex.expect("<")
+        if issubclass(cls, enum.Enum):
+            _, name = self.lex.next()
+            if name == "3" and self.lex.peek()[1] == "DDRAM":
+                name += self.lex.next()[1]
+            self.lex.expect(">")
+            try:
+                return cls(name)
+            except ValueError:
+                self.lex.i -= 2
+                choices = ", ".join(m.value for m in cls)
+                self.lex.fail(f"#tx8be.{mnemonic}: unknown case {name!r} (use {choices})")
+        values: dict[str, Any] = {}
+        if not self.lex.accept(">"):
+            while True:
+                _, key = self.lex.next()
+                self.lex.expect("=")
+                values[key] = self.parse_attr()
+                if not self.lex.accept(","):
+                    break
+            self.lex.expect(">")
+        try:
+            return cls(**values)
+        except TypeError as err:
+            self.lex.fail(f"#tx8be.{mnemonic}: {err}")
+            raise
+
+    def parse_dense(self) -> Any:
+        _, word = self.lex.next()
+        self.lex.expect("<")
+        if word == "dense_resource":
+            _, name = self.lex.next()
+            self.lex.expect(">")
+            self.lex.expect(":")
+            self.parse_type()
+            self.lex.i -= 1
+            self.lex.fail(
+                f"dense_resource<{name}>: the data was elided when printed; "
+                "print without elide_bytes to get text that parses back"
+            )
+        kind, text = self.lex.peek()
+        literal: Any
+        if kind == "string":
+            self.lex.next()
+            literal = bytes.fromhex(_unescape(text)[2:])
+        else:
+            literal = self.parse_dense_literal()
+        self.lex.expect(">")
+        self.lex.expect(":")
+        ttype = self.parse_type()
+        count = ttype.num_elements
+        if isinstance(literal, bytes):
+            width = max(1, {"i1": 8}.get(ttype.dtype, 0) or _bits(ttype.dtype)) // 8
+            if len(literal) == width and count != 1:
+                array = np.broadcast_to(from_bits_image(literal, ttype.dtype, 1), ttype.shape)
+                return np.array(array)
+            return from_bits_image(literal, ttype.dtype, count).reshape(ttype.shape)
+        array = np.array(literal, dtype=np.float64 if ttype.dtype[0] in "ftb" else object)
+        if array.shape == () and ttype.shape != ():
+            array = np.broadcast_to(array, ttype.shape)
+        if ttype.dtype == "i1":
+            return np.array(array, dtype=bool).reshape(ttype.shape)
+        if ttype.dtype in ("f32", "f16", "bf16", "tf32"):
+            return round_to(array.reshape(ttype.shape), ttype.dtype)
+        return np.array(array.reshape(ttype.shape).astype(np.int64), dtype=numpy_dtype(ttype.dtype))
+
+    def parse_dense_literal(self) -> Any:
+        if self.lex.accept("["):
+            items: list[Any] = []
+            if not self.lex.accept("]"):
+                items.append(self.parse_dense_literal())
+                while self.lex.accept(","):
+                    items.append(self.parse_dense_literal())
+                self.lex.expect("]")
+            return items
+        kind, text = self.lex.next()
+        if text in ("true", "false"):
+            return text == "true"
+        if kind != "number":
+            self.lex.i -= 1
+            self.lex.fail(f"expected a number in dense literal, got {text!r}")
+        if text.lower().startswith(("0x", "-0x")):
+            return int(text, 16)
+        return float(text) if any(c in text for c in ".eE") else int(text)
+
+    def parse_attr_dict(self, into: dict[str, Any]) -> None:
+        self.lex.expect("{")
+        if self.lex.accept("}"):
+            return
+        while True:
+            kind, key = self.lex.next()
+            if kind == "string":
+                key = _unescape(key)
+            elif kind != "ident":
+                self.lex.i -= 1
+                self.lex.fail(f"expected an attribute name, got {key!r}")
+            if self.lex.accept("="):
+                into[key] = self.parse_attr()
+            else:
+                into[key] = True
+            if not self.lex.accept(","):
+                break
+        self.lex.expect("}")
+
+    # --- ops
+    def parse_block(
+        self, scope: dict[str, Value], owner: int, keep_ids: bool
+    ) -> Block:
+        args: list[Value] = []
+        if self.lex.peek()[0] == "block":
+            self.lex.next()
+            self.lex.expect("(")
+            if not self.lex.accept(")"):
+                while True:
+                    kind, name = self.lex.next()
+                    if kind != "value":
+                        self.lex.i -= 1
+                        self.lex.fail(f"expected a block argument name, got {name!r}")
+                    self.lex.expect(":")
+                    value = Value(owner, len(args), self.parse_type(), is_arg=True)
+                    if name in scope:
+                        self.lex.i -= 3
+                        self.lex.fail(f"redefinition of {name}")
+                    scope[name] = value
+                    args.append(value)
+                    if not self.lex.accept(","):
+                        break
+                self.lex.expect(")")
+            self.lex.expect(":")
+        ops: list[Op] = []
+        while self.lex.peek()[1] != "}":
+            ops.append(self.parse_op(scope))
+        return Block(tuple(args), tuple(ops))
+
+    def parse_op(self, scope: dict[str, Value]) -> Op:
+        names: list[str] = []
+        count = 0
+        kind, text = self.lex.peek()
+        base = ""
+        if kind == "value":
+            self.lex.next()
+            base, _, num = text.partition(":")
+            count = int(num) if num else 1
+            names = [base] if count == 1 else [f"{base}#{i}" for i in range(count)]
+            self.lex.expect("=")
+        kind, op_kind = self.lex.next()
+        if kind != "string":
+            self.lex.i -= 1
+            self.lex.fail(f"expected an op name in quotes (generic syntax), got {op_kind!r}")
+        op_kind = _unescape(op_kind)
+        self.lex.expect("(")
+        operand_names: list[str] = []
+        if not self.lex.accept(")"):
+            while True:
+                kind, name = self.lex.next()
+                if kind != "value":
+                    self.lex.i -= 1
+                    self.lex.fail(f"{op_kind}: expected an operand, got {name!r}")
+                operand_names.append(name)
+                if not self.lex.accept(","):
+                    break
+            self.lex.expect(")")
+        attrs: dict[str, Any] = {}
+        if self.lex.peek()[1] == "<" and self.lex.tokens[self.lex.i + 1][1] == "{":
+            self.lex.next()
+            self.parse_attr_dict(attrs)
+            self.lex.expect(">")
+        op_id = -1
+        digits = base[1:]
+        if base and digits.isdigit() and int(digits) >= 0:
+            op_id = int(digits)
+        regions: list[Block] = []
+        region_start = len(self.renumber)
+        if self.lex.peek()[1] == "(" and self.lex.tokens[self.lex.i + 1][1] == "{":
+            self.lex.next()
+            while True:
+                self.lex.expect("{")
+                regions.append(self.parse_block(scope, op_id, True))
+                self.lex.expect("}")
+                if not self.lex.accept(","):
+                    break
+            self.lex.expect(")")
+        if self.lex.peek()[1] == "{":
+            self.parse_attr_dict(attrs)
+        self.lex.expect(":")
+        in_types = self.parse_type_list()
+        self.lex.expect("->")
+        out_types = self.parse_type_list() if self.lex.peek()[1] != "(" else self._paren_types()
+        if len(in_types) != len(operand_names):
+            self.lex.fail(
+                f"{op_kind}: {len(operand_names)} operands but {len(in_types)} operand types"
+            )
+        if base and len(out_types) != count:
+            self.lex.fail(f"{op_kind}: {count} result names but {len(out_types)} result types")
+        operands = []
+        for name, ttype in zip(operand_names, in_types, strict=True):
+            value = scope.get(name)
+            if value is None:
+                self.lex.fail(f"{op_kind}: use of undefined value {name}")
+                raise AssertionError
+            if value.type != ttype:
+                self.lex.fail(f"{op_kind}: {name} has type {value.type}, used as {ttype}")
+            operands.append(value)
+        created_by = attrs.pop("tx8.created_by", None)
+        explicit_id = attrs.pop("tx8.id", None)
+        if not out_types and op_kind not in TERMINATORS and isinstance(explicit_id, int):
+            op_id = explicit_id
+        if op_kind in TERMINATORS:
+            op_id = -1
+        for key, value in list(attrs.items()):
+            if isinstance(value, list):
+                attrs[key] = tuple(value)
+        results = tuple(Value(op_id, i, t) for i, t in enumerate(out_types))
+        op = Op(op_id, op_kind, tuple(operands), results, attrs, tuple(regions), created_by)
+        if op_id < 0 and op_kind not in TERMINATORS:
+            self.renumber.append(op)
+        elif op_id >= 0:
+            self.max_id = max(self.max_id, op_id)
+        del region_start
+        for name, value in zip(names, results, strict=True):
+            if name in scope:
+                self.lex.fail(f"redefinition of {name}")
+            scope[name] = value
+        return op
+
+    def _paren_types(self) -> tuple[TensorType, ...]:
+        return self.parse_type_list()
+
+
+def _bits(dtype: str) -> int:
+    from tx8lab.core.dtypes import bits_of
+
+    return bits_of(dtype)
+
+
+def parse_module(text: str, source: str = "<text>") -> Module:
+    """Read a module printed by :func:`print_module` or by ``mlir-opt`` (generic form)."""
+    parser = _Parser(text, source)
+    lex = parser.lex
+    kind, name = lex.next()
+    if kind != "string" or _unescape(name) != "builtin.module":
+        lex.i -= 1
+        lex.fail('expected "builtin.module"() ({ ... }) in generic syntax')
+    lex.expect("(")
+    lex.expect(")")
+    lex.expect("(")
+    lex.expect("{")
+    functions: list[Function] = []
+    while lex.peek()[1] != "}":
+        functions.append(_parse_function(parser, len(functions)))
+    lex.expect("}")
+    lex.expect(")")
+    mod_attrs: dict[str, Any] = {}
+    if lex.peek()[1] == "{":
+        parser.parse_attr_dict(mod_attrs)
+    lex.expect(":")
+    lex.expect("(")
+    lex.expect(")")
+    lex.expect("->")
+    lex.expect("(")
+    lex.expect(")")
+    if lex.peek()[0] != "eof":
+        lex.fail("text after the module")
+    next_id = int(mod_attrs.pop("tx8.next_id", parser.max_id + 1))
+    next_id = max(next_id, parser.max_id + 1)
+    if parser.renumber:
+        functions, next_id = _assign_ids(functions, next_id)
+    return Module(tuple(functions), mod_attrs, next_id)
+
+
+def _parse_function(parser: _Parser, index: int) -> Function:
+    lex = parser.lex
+    kind, name = lex.next()
+    if kind != "string" or _unescape(name) != "func.func":
+        lex.i -= 1
+        lex.fail(f'expected "func.func" inside the module, got {name!r}')
+    lex.expect("(")
+    lex.expect(")")
+    attrs: dict[str, Any] = {}
+    if lex.peek()[1] == "<":
+        lex.next()
+        parser.parse_attr_dict_func(attrs)
+        lex.expect(">")
+    lex.expect("(")
+    lex.expect("{")
+    scope: dict[str, Value] = {}
+    body = parser.parse_block(scope, -(index + 1), True)
+    lex.expect("}")
+    lex.expect(")")
+    if lex.peek()[1] == "{":
+        parser.parse_attr_dict_func(attrs)
+    lex.expect(":")
+    lex.expect("(")
+    lex.expect(")")
+    lex.expect("->")
+    lex.expect("(")
+    lex.expect(")")
+    sym = attrs.get("sym_name")
+    if not isinstance(sym, str):
+        lex.fail("func.func without sym_name")
+    if not body.ops or body.ops[-1].kind != "func.return":
+        lex.fail(f"function {sym}: body must end with func.return")
+    assert isinstance(sym, str)
+    return Function(sym, body)
+
+
+def _parse_attr_dict_func(self: _Parser, into: dict[str, Any]) -> None:
+    """Function attributes: ``function_type`` is a type, not an attribute; skip it."""
+    lex = self.lex
+    lex.expect("{")
+    while True:
+        _, key = lex.next()
+        lex.expect("=")
+        if key == "function_type":
+            self.parse_type_list()
+            lex.expect("->")
+            self.parse_type_list()
+        else:
+            into[key] = self.parse_attr()
+        if not lex.accept(","):
+            break
+    lex.expect("}")
+
+
+_Parser.parse_attr_dict_func = _parse_attr_dict_func  # type: ignore[attr-defined]
+
+
+def _assign_ids(functions: list[Function], next_id: int) -> tuple[list[Function], int]:
+    """Give fresh ids to ops whose names did not carry one (text from mlir-opt)."""
+    mapping: dict[tuple[int, int, bool], Value] = {}
+
+    def fix_block(block: Block) -> Block:
+        nonlocal next_id
+        new_ops = []
+        for op in block.ops:
+            operands = tuple(mapping.get(v.key, v) for v in op.operands)
+            op_id = op.id
+            if op_id < 0 and op.kind not in TERMINATORS:
+                op_id = next_id
+                next_id += 1
+            results = tuple(Value(op_id, r.index, r.type) for r in op.results)
+            for old, new in zip(op.results, results, strict=True):
+                mapping[old.key] = new
+            regions = []
+            for region in op.regions:
+                args = tuple(Value(op_id, a.index, a.type, True) for a in region.args)
+                for old, new in zip(region.args, args, strict=True):
+                    mapping[old.key] = new
+                regions.append(fix_block(Block(args, region.ops)))
+            new_ops.append(op.replace(id=op_id, operands=operands, results=results,
+                                      regions=tuple(regions)))
+        return Block(block.args, tuple(new_ops))
+
+    return [Function(f.name, fix_block(f.body)) for f in functions], next_id
