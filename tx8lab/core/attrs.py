@@ -35,8 +35,6 @@ class LayoutMode(enum.Enum):
     Cx = "Cx"
     NCx = "NCx"
 
-    mnemonic: ClassVar[str] = "layout_mode"
-
 
 class MemScope(enum.Enum):
     """Where a tensor lives (seed 001 ``MemScopeMode``: DDR = 0, SPM = 1, 3DDRAM = 2)."""
@@ -44,8 +42,6 @@ class MemScope(enum.Enum):
     DDR = "DDR"
     SPM = "SPM"
     DDRAM3D = "3DDRAM"
-
-    mnemonic: ClassVar[str] = "mem_scope"
 
 
 class AlignMode(enum.Enum):
@@ -55,8 +51,6 @@ class AlignMode(enum.Enum):
     NALIGN = "NALIGN"
     BOTH = "BOTH"
     UNKNOWN = "UNKNOWN"
-
-    mnemonic: ClassVar[str] = "align_mode"
 
 
 class Engine(enum.Enum):
@@ -73,8 +67,6 @@ class Engine(enum.Enum):
     TDMA = "TDMA"
     SCALAR = "SCALAR"
 
-    mnemonic: ClassVar[str] = "engine"
-
 
 class ParallelMode(enum.Enum):
     """How a tensor is parallelised across tiles/chips (see module docstring)."""
@@ -84,10 +76,17 @@ class ParallelMode(enum.Enum):
     TP = "TP"
     DP_TP = "DP_TP"
 
-    mnemonic: ClassVar[str] = "parallel_mode"
-
 
 ENUMS: tuple[type[enum.Enum], ...] = (LayoutMode, MemScope, AlignMode, Engine, ParallelMode)
+
+#: Enum class -> the mnemonic it prints with: ``#tx8be.layout_mode<NCx>``.
+ENUM_MNEMONICS: dict[type[enum.Enum], str] = {
+    LayoutMode: "layout_mode",
+    MemScope: "mem_scope",
+    AlignMode: "align_mode",
+    Engine: "engine",
+    ParallelMode: "parallel_mode",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,4 +169,7 @@ class RandomInit:
 DATACLASSES: tuple[type[Any], ...] = (DevInfo, ParallelAttr, RandomInit)
 
 #: mnemonic -> enum or dataclass, for the parser.
-BY_MNEMONIC: dict[str, type[Any]] = {cls.mnemonic: cls for cls in (*ENUMS, *DATACLASSES)}
+BY_MNEMONIC: dict[str, type[Any]] = {
+    **{name: cls for cls, name in ENUM_MNEMONICS.items()},
+    **{cls.mnemonic: cls for cls in DATACLASSES},
+}

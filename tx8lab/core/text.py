@@ -96,7 +96,7 @@ def print_attr(value: Any, elide_bytes: int | None = None) -> str:
     if isinstance(value, str):
         return _escape(value)
     if isinstance(value, enum.Enum):
-        mnemonic = value.mnemonic  # type: ignore[attr-defined]
+        mnemonic = A.ENUM_MNEMONICS[type(value)]
         return f"#tx8be.{mnemonic}<{value.value}>"
     if isinstance(value, tuple):
         if value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
@@ -817,3 +817,39 @@ def _assign_ids(functions: list[Function], next_id: int) -> tuple[list[Function]
         return Block(block.args, tuple(new_ops))
 
     return [Function(f.name, fix_block(f.body)) for f in functions], next_id
+
+
+def renumber(module: Module) -> Module:
+    """The module with op ids 0, 1, 2, ... in walk order (how mlir-opt names values).
+
+    Two modules that differ only in their ids print identically after ``renumber``; the
+    tests use it to compare our text with mlir-opt's.
+    """
+    counter = 0
+    mapping: dict[tuple[int, int, bool], Value] = {}
+
+    def fix(block: Block, args: tuple[Value, ...]) -> Block:
+        nonlocal counter
+        for old, new in zip(block.args, args, strict=True):
+            mapping[old.key] = new
+        new_ops = []
+        for op in block.ops:
+            operands = tuple(mapping[v.key] for v in op.operands)
+            if op.kind in TERMINATORS:
+                new_ops.append(op.replace(operands=operands))
+                continue
+            op_id = counter
+            counter += 1
+            results = tuple(Value(op_id, r.index, r.type) for r in op.results)
+            for old, new in zip(op.results, results, strict=True):
+                mapping[old.key] = new
+            regions = tuple(
+                fix(r, tuple(Value(op_id, a.index, a.type, True) for a in r.args))
+                for r in op.regions
+            )
+            new_ops.append(op.replace(id=op_id, operands=operands, results=results,
+                                      regions=regions))
+        return Block(args, tuple(new_ops))
+
+    functions = tuple(Function(f.name, fix(f.body, f.body.args)) for f in module.functions)
+    return Module(functions, module.attrs, counter)
