@@ -253,7 +253,8 @@ def print_module(module: Module, elide_bytes: int | None = None) -> str:
 
 _TOKEN = re.compile(
     r"""
-    (?P<ws>[ \t\r\n]+|//[^\n]*)
+    (?:[ \t\r\n]+|//[^\n]*)*
+    (?:(?P<tensor>tensor<[^<>]*>)
   | (?P<string>"(?:[^"\\]|\\.)*")
   | (?P<value>%[A-Za-z_0-9$.\-]+(?:[:#][0-9]+)?)
   | (?P<block>\^[A-Za-z_0-9$.\-]+)
@@ -262,7 +263,8 @@ _TOKEN = re.compile(
   | (?P<arrow>->)
   | (?P<ident>[A-Za-z_][\w$.]*)
   | (?P<punct>[(){}\[\]<>,:=?*+])
-    """,
+  | (?P<end>$)
+    )""",
     re.VERBOSE,
 )
 
@@ -271,19 +273,23 @@ class _Lexer:
     def __init__(self, text: str, source: str) -> None:
         self.source = source
         self.text = text
-        self.tokens: list[tuple[str, str, int]] = []
+        tokens: list[tuple[str, str, int]] = []
         pos = 0
-        append = self.tokens.append
         match = _TOKEN.match
-        while pos < len(text):
+        append = tokens.append
+        while True:
             m = match(text, pos)
             if m is None:
+                pos += len(text[pos:]) - len(text[pos:].lstrip())
                 self._fail_at(pos, f"unexpected character {text[pos]!r}")
-            kind = m.lastgroup
-            assert kind is not None
-            if kind != "ws":
-                append((kind, m.group(), pos))
+                raise AssertionError
+            kind = m.lastgroup or ""
+            if kind == "end":
+                break
+            append((kind, m.group(kind), m.start(kind)))
             pos = m.end()
+        self.tokens = tokens
+        append = self.tokens.append
         append(("eof", "", len(text)))
         self.i = 0
 
@@ -340,7 +346,7 @@ def _unescape(token: str) -> str:
     return out.decode("utf-8")
 
 
-_TENSOR = re.compile(r"tensor<((?:\d+x)*)([a-z0-9]+)>")
+_TENSOR = re.compile(r"tensor<((?:\d+x)*)([a-z]+[0-9]*)>")
 
 
 class _Parser:
@@ -348,36 +354,31 @@ class _Parser:
         self.lex = _Lexer(text, source)
         self.max_id = -1
         self.renumber: list[Op] = []
+        self.types: dict[str, TensorType] = {}
 
     # --- types
     def parse_type(self) -> TensorType:
         kind, text = self.lex.next()
-        if text != "tensor":
+        cached = self.types.get(text)
+        if cached is not None:
+            return cached
+        if kind != "tensor":
             self.lex.i -= 1
             self.lex.fail(f"expected a tensor type, got {text!r}")
-        self.lex.expect("<")
-        dims: list[int] = []
-        # the lexer splits 1x56x56x64xf16 into number/ident tokens; rebuild the spelling
-        spelled = ""
-        while True:
-            kind, text = self.lex.next()
-            if text == ">":
-                break
-            if kind == "eof":
-                self.lex.fail("unterminated tensor type")
-            spelled += text
-        m = re.fullmatch(r"((?:\d+x)*)([a-z]+[0-9]*)", spelled)
+        m = _TENSOR.fullmatch(text)
         if m is None:
             self.lex.i -= 1
-            self.lex.fail(f"cannot read tensor type tensor<{spelled}> (ranked static only)")
+            self.lex.fail(f"cannot read tensor type {text} (ranked, static shapes only)")
             raise AssertionError
-        dims = [int(d) for d in m.group(1).split("x") if d]
+        dims = tuple(int(d) for d in m.group(1).split("x") if d)
         try:
-            return TensorType(tuple(dims), m.group(2))
+            ttype = TensorType(dims, m.group(2))
         except Tx8labError as err:
             self.lex.i -= 1
             self.lex.fail(str(err))
             raise
+        self.types[text] = ttype
+        return ttype
 
     def parse_type_list(self) -> tuple[TensorType, ...]:
         if self.lex.accept("("):

@@ -1,0 +1,149 @@
+"""``make bench``: figures for the IR on every zoo model and on synthetic large modules.
+
+Prints, per model: ops, build, print, parse, verify, interpret and copy times, then for a
+synthetic 10k-op module the same, and the ratio time(40k ops) / time(10k ops) for build,
+print, parse and verify (linear scaling gives about 4). Prints figures, never fails on time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from tx8lab.core.interpret import interpret, random_inputs
+from tx8lab.core.ir import Builder, Module
+from tx8lab.core.text import parse_module, print_module
+from tx8lab.core.verify import verify
+
+#: Zoo models benchmarked, with the arguments used; interpret only where weights fit.
+ZOO_CASES: tuple[tuple[str, dict[str, Any], bool], ...] = (
+    ("resnet50", {}, True),
+    ("mobilenet_v2", {}, True),
+    ("bert_base", {}, True),
+    ("vit_tiny", {}, True),
+    ("llama_decoder", {"layers": 1}, False),
+    ("llama_decoder", {"layers": 32}, False),
+    ("layout_align_demo", {}, True),
+    ("batchnorm_demo", {}, True),
+)
+
+
+def synthetic_module(num_ops: int, seed: int = 0) -> Module:
+    """A module of ``num_ops`` elementwise ops with fan-out and small constants.
+
+    Each op reads one or two of the last 16 values, so the graph is a wide DAG rather than
+    a chain; a value nobody reads becomes an output.
+    """
+    rng = np.random.default_rng(seed)
+    b = Builder(model=f"synthetic_{num_ops}")
+    values = [b.input((1, 8, 8, 16), "f16")]
+    kinds = ("Add", "Mul", "Relu", "Sub", "Max")
+    kinds = tuple(k for k in kinds if f"tx8be.{k}" in __import__("tx8lab.core.ops", fromlist=["OPS"]).OPS)
+    used: set[int] = set()
+    made = 0
+    while made < num_ops:
+        kind = kinds[int(rng.integers(len(kinds)))]
+        a = int(rng.integers(max(0, len(values) - 16), len(values)))
+        used.add(a)
+        if kind == "Relu":
+            values.append(b.op(kind, values[a]))
+            made += 1
+            continue
+        if rng.random() < 0.1:
+            other = b.constant(rng.standard_normal(16).astype(np.float16), "f16")
+            made += 1
+        else:
+            c = int(rng.integers(max(0, len(values) - 16), len(values)))
+            used.add(c)
+            other = values[c]
+        values.append(b.op(kind, values[a], other))
+        made += 1
+    outputs = [v for i, v in enumerate(values) if i not in used and i > 0]
+    b.output(*(outputs or values[-1:]))
+    return b.finish()
+
+
+def _time(fn: Callable[[], Any]) -> tuple[float, Any]:
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+def measure(build: Callable[[], Module], run_interpret: bool) -> dict[str, Any]:
+    """Seconds for each IR operation on the module ``build`` returns."""
+    build_s, module = _time(build)
+    print_s, text = _time(lambda: print_module(module))
+    parse_s, _ = _time(lambda: parse_module(text))
+    verify_s, _ = _time(lambda: verify(module))
+    copy_s, _ = _time(lambda: module.with_function(module.main.with_ops(list(module.main.ops))))
+    row: dict[str, Any] = {
+        "ops": module.num_ops,
+        "build_s": build_s,
+        "print_s": print_s,
+        "parse_s": parse_s,
+        "verify_s": verify_s,
+        "copy_s": copy_s,
+        "interpret_s": None,
+        "text_bytes": len(text),
+    }
+    if run_interpret:
+        inputs = random_inputs(module, seed=0)
+        row["interpret_s"], _ = _time(lambda: interpret(module, inputs))
+    return row
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value * 1000:9.1f}"
+    return f"{value:>9}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the benchmark table."""
+    parser = argparse.ArgumentParser(prog="tx8lab.bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="skip the 40k-op module")
+    args = parser.parse_args(argv)
+    from tx8lab.core import zoo
+
+    header = f"{'case':34} {'ops':>9} " + " ".join(
+        f"{h:>9}" for h in ("build ms", "print ms", "parse ms", "verify ms", "interp ms", "copy ms")
+    )
+    print(header)
+    print("-" * len(header))
+    rows: dict[str, dict[str, Any]] = {}
+    for name, kwargs, run in ZOO_CASES:
+        label = name + ("(" + ",".join(f"{k}={v}" for k, v in kwargs.items()) + ")" if kwargs else "")
+        row = measure(lambda name=name, kwargs=kwargs: zoo.build(name, **kwargs), run)
+        rows[label] = row
+        _print_row(label, row)
+    sizes = (10_000,) if args.quick else (10_000, 40_000)
+    for size in sizes:
+        row = measure(lambda size=size: synthetic_module(size), size == 10_000)
+        rows[f"synthetic {size}"] = row
+        _print_row(f"synthetic {size} ops", row)
+    if not args.quick:
+        small, large = rows["synthetic 10000"], rows["synthetic 40000"]
+        ratios = "  ".join(
+            f"{key[:-2]} {large[key] / small[key]:.2f}"
+            for key in ("build_s", "print_s", "parse_s", "verify_s")
+        )
+        print(f"\ntime(40k ops) / time(10k ops), linear = 4: {ratios}")
+    return 0
+
+
+def _print_row(label: str, row: dict[str, Any]) -> None:
+    cells = " ".join(
+        _fmt(row[key])
+        for key in ("build_s", "print_s", "parse_s", "verify_s", "interpret_s", "copy_s")
+    )
+    print(f"{label:34} {row['ops']:>9} {cells}", flush=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
