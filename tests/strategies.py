@@ -86,6 +86,8 @@ def _step(draw: Any, gen: _Gen) -> None:
     choice = draw(st.sampled_from(
         ("unary", "binary", "binary_const", "reshape", "transpose", "concat", "split",
          "slice", "convert", "reduce", "softmax", "matmul")))
+    if t.rank == 0 and choice not in ("unary", "binary", "binary_const", "reshape", "convert"):
+        choice = "unary"
     if choice == "unary":
         kinds = [k for k in (UNARY_FLOAT if is_float else UNARY_INT) if _has(k)]
         if kinds:

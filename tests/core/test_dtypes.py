@@ -68,3 +68,8 @@ def test_bits_image_round_trips(dtype: str, data: st.DataObject) -> None:
     back = from_bits_image(image, dtype, array.size)
     np.testing.assert_array_equal(back, array)
     assert back.dtype == numpy_dtype(dtype)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "tf32", "f16", "i8"])
+def test_round_to_keeps_zero_rank_shape(dtype: str) -> None:
+    assert round_to(np.float32(1.5), dtype).shape == ()

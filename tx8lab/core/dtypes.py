@@ -94,6 +94,8 @@ def _round_mantissa(values: npt.NDArray[np.float32], drop_bits: int) -> npt.NDAr
     rounded = ((bits + rounding) >> np.uint64(drop_bits)) << np.uint64(drop_bits)
     out = rounded.astype(np.uint32).view(np.float32)
     # NaN stays NaN (rounding could carry a NaN payload into infinity)
+    # (ascontiguousarray turns a 0-d array into shape (1,): restore the caller's shape)
+    out = out.reshape(np.shape(values))
     return np.where(np.isnan(values), np.float32(np.nan), out).astype(np.float32)
 
 

@@ -5,14 +5,89 @@
 
 from __future__ import annotations
 
-from tx8lab.core.ops import elementwise, memory
+from tx8lab.core.ops import (
+    activation,
+    conv,
+    data,
+    elementwise,
+    group,
+    layout,
+    matmul,
+    memory,
+    norm,
+    pool,
+    reduce,
+)
 from tx8lab.core.ops.registry import AttrSpec, OpAttr, OpDef
 from tx8lab.errors import Tx8labError
 
 _ALL: tuple[type[OpDef], ...] = (
+    # memory
     memory.Constant,
+    memory.LoadConst,
+    memory.LoadVar,
+    memory.StoreVar,
+    # elementwise (V_VV / V_VS)
     elementwise.Add,
-    elementwise.Relu,
+    elementwise.Sub,
+    elementwise.Mul,
+    elementwise.Div,
+    elementwise.Max,
+    elementwise.Min,
+    elementwise.Pow,
+    elementwise.Compare,
+    elementwise.Where,
+    # activation
+    activation.Relu,
+    activation.Sigmoid,
+    activation.HardSwish,
+    activation.Silu,
+    activation.Tanh,
+    activation.Erf,
+    activation.Exp,
+    activation.Log,
+    activation.Sqrt,
+    activation.Rsqrt,
+    activation.Neg,
+    activation.Abs,
+    activation.Reciprocal,
+    activation.Clip,
+    activation.HardSigmoid,
+    activation.Gelu,
+    # norm
+    norm.Softmax,
+    norm.LayerNorm,
+    norm.RMSNorm,
+    norm.BatchNorm_Inference,
+    # matmul / conv / pool / reduce
+    matmul.Gemm,
+    matmul.MatMul,
+    matmul.BatchMatMul,
+    conv.Conv2d,
+    pool.MaxPool2d,
+    pool.AvgPool2d,
+    pool.GlobalAvgPool,
+    reduce.ReduceSum,
+    reduce.ReduceMean,
+    reduce.ReduceMax,
+    # data
+    data.Reshape,
+    data.Transpose,
+    data.Concatenate,
+    data.Split,
+    data.Slice,
+    data.Pad,
+    data.Broadcast,
+    data.Gather,
+    data.Embedding,
+    data.Scatter,
+    data.Convert,
+    data.Resize,
+    data.Unpack,
+    data.Tuple,
+    # layout / group
+    layout.ChannelNorm,
+    group.Group,
 )
 
 OPS: dict[str, OpDef] = {cls.kind: cls() for cls in _ALL}

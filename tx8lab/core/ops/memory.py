@@ -1,9 +1,15 @@
 """Ops that hold or move data: Constant, LoadConst, LoadVar, StoreVar (seed 001).
 
+Spec: seed 001 ("needLoad ... 会跳过 loadvar op 生成"; LoadVar/LoadConst on the RDMA,
+StoreVar on the WDMA) and docs/ops.md.
+
 Readings chosen where the seed is vague:
 
 - ``Constant`` keeps its data in the attribute ``value``: a numpy array, or a
   ``RandomInit`` generator (with the attributes ``shape`` and ``dtype``) for zoo weights.
+- ``LoadConst`` carries the constant's attributes itself (plus ``const_id``, -1 when the
+  const manager has not numbered it yet), so it replaces a Constant one for one.
+- All four are BOTH; the loads and the store keep their operand's type and values.
 """
 
 from __future__ import annotations
@@ -13,9 +19,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from tx8lab.core.attrs import AlignMode, RandomInit
-from tx8lab.core.ir import Op, TensorType
+from tx8lab.core.attrs import AlignMode, Engine, RandomInit
 from tx8lab.core.dtypes import from_numpy
+from tx8lab.core.ir import Op, TensorType
 from tx8lab.core.ops.registry import Array, AttrSpec, OpAttr, OpDef, _default_layout
 
 
@@ -57,3 +63,50 @@ def constant_data(op: Op) -> Array:
     if isinstance(value, RandomInit):
         return value.materialize(ttype.shape, ttype.dtype)
     return np.asarray(value)
+
+
+class LoadConst(Constant):
+    """DDR -> SPM load of a constant (seed ``tx8be::LoadConstOp``), on the RDMA."""
+
+    kind: ClassVar[str] = "tx8be.LoadConst"
+    summary = "load constant DDR -> SPM"
+    attrs: ClassVar[dict[str, AttrSpec]] = {
+        **Constant.attrs,
+        "const_id": AttrSpec(int, -1, "index in the const manager's table (-1: none yet)"),
+    }
+
+    def op_attr(self, op: Op) -> OpAttr:
+        return OpAttr(align_mode=AlignMode.BOTH, default_layout=_default_layout(op),
+                      engine=Engine.RDMA)
+
+
+class LoadVar(OpDef):
+    """DDR -> SPM load of a variable (seed ``tx8be::LoadVarOp``), on the RDMA."""
+
+    kind: ClassVar[str] = "tx8be.LoadVar"
+    summary = "load DDR -> SPM"
+    family = "memory"
+    num_operands = 1
+
+    def op_attr(self, op: Op) -> OpAttr:
+        return OpAttr(align_mode=AlignMode.BOTH, default_layout=_default_layout(op),
+                      engine=Engine.RDMA)
+
+    def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
+        return (inputs[0].copy(),)
+
+
+class StoreVar(OpDef):
+    """SPM -> DDR store of a variable (seed ``tx8be::StoreVarOp``), on the WDMA."""
+
+    kind: ClassVar[str] = "tx8be.StoreVar"
+    summary = "store SPM -> DDR"
+    family = "memory"
+    num_operands = 1
+
+    def op_attr(self, op: Op) -> OpAttr:
+        return OpAttr(align_mode=AlignMode.BOTH, default_layout=_default_layout(op),
+                      engine=Engine.WDMA)
+
+    def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
+        return (inputs[0].copy(),)

@@ -1,0 +1,501 @@
+"""Data movement and indexing ops: Reshape, Transpose, Concatenate, Split, Slice, Pad,
+Broadcast, Gather, Embedding, Scatter, Convert, Resize, Unpack, Tuple.
+
+Spec: seed 000 ("ALIGN Only": Transpose, Concatenate, Scatter, Pad; the SliceOp rule),
+seed 001 (``queryOpAttr`` needLoad for embedding; qweight unpack), seed 002 (tuples stop
+CollectInputs) and docs/ops.md.
+
+Readings chosen where the seed is vague:
+
+- Slice's ALIGN/NALIGN rule reads the *clamped* start and end of the last dimension:
+  NALIGN when start > 0 and end % 64 == 0, ALIGN otherwise. Steps may be negative
+  (numpy semantics) but not 0.
+- Pad takes non-negative pads only (cropping is a Slice).
+- Gather/Embedding/Scatter accept negative indices (numpy wrap); an index out of range is
+  an error at compute time. Scatter is ONNX ScatterElements (no reduction): with repeated
+  indices the last update wins.
+- Resize supports ``mode="nearest"`` with integer scales (``out[h] = in[h // scale_h]``),
+  which is ONNX's asymmetric/floor nearest for integer scales.
+- Unpack reads each int8 byte as two signed int4: the low nibble first, then the high.
+- Convert rounds like the chip (``dtypes.round_to``): floats to integers truncate toward
+  zero, integers wrap, anything to i1 is ``!= 0``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from tx8lab.core.attrs import AlignMode
+from tx8lab.core.dtypes import check_dtype, round_to
+from tx8lab.core.ir import Op, TensorType
+from tx8lab.core.ops.common import (
+    INDEX_DTYPES,
+    align_attr,
+    both_attr,
+    int_tuple,
+    norm_axis,
+)
+from tx8lab.core.ops.registry import ALL_BITS, Array, AttrSpec, OpAttr, OpDef
+from tx8lab.errors import Tx8labError
+
+
+class _DataOp(OpDef):
+    """Base: family data, BOTH by default."""
+
+    family = "data"
+
+    def op_attr(self, op: Op) -> OpAttr:
+        return both_attr(op)
+
+
+class _AlignDataOp(_DataOp):
+    """A data op the seed lists as ALIGN only."""
+
+    def op_attr(self, op: Op) -> OpAttr:
+        return align_attr(op)
+
+
+class Reshape(_DataOp):
+    """Same data, another shape (one -1 entry inferred)."""
+
+    kind: ClassVar[str] = "tx8be.Reshape"
+    summary = "reshape"
+    num_operands = 1
+    attrs: ClassVar[dict[str, AttrSpec]] = {
+        "shape": AttrSpec(tuple, doc="new shape; one -1 allowed"),
+    }
+
+    def _infer(
+        self, operands: Sequence[TensorType], attrs: Mapping[str, Any]
+    ) -> tuple[TensorType, ...]:
+        x = operands[0]
+        shape = list(int_tuple(self, attrs, "shape", minimum=-1))
+        unknown = [i for i, d in enumerate(shape) if d == -1]
+        if len(unknown) > 1:
+            raise self.fail(f"shape {tuple(shape)} has more than one -1")
+        known = 1
+        for d in shape:
+            if d != -1:
+                known *= d
+        if unknown:
+            if known == 0 or x.num_elements % known:
+                raise self.fail(
+                    f"cannot infer the -1 in shape {tuple(shape)} from {x.num_elements} elements"
+                )
+            shape[unknown[0]] = x.num_elements // known
+        elif known != x.num_elements:
+            raise self.fail(
+                f"shape {tuple(shape)} has {known} elements but x {x} has {x.num_elements}"
+            )
+        return (x.with_shape(shape),)
+
+    def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
+        return (inputs[0].reshape(op.results[0].type.shape),)
+
+
+class Transpose(_AlignDataOp):
+    """Permute dimensions (numpy.transpose)."""
+
+    kind: ClassVar[str] = "tx8be.Transpose"
+    summary = "permute dimensions"
+    num_operands = 1
+    attrs: ClassVar[dict[str, AttrSpec]] = {
+        "perm": AttrSpec(tuple, doc="output dim i is input dim perm[i]"),
+    }
+
+    def perm(self, rank: int, attrs: Mapping[str, Any]) -> tuple[int, ...]:
+        """Checked permutation."""
+        perm = int_tuple(self, attrs, "perm")
+        if sorted(perm) != list(range(rank)):
+            raise self.fail(f"perm {perm} is not a permutation of 0..{rank - 1}")
+        return perm
+
+    def _infer(
+        self, operands: Sequence[TensorType], attrs: Mapping[str, Any]
+    ) -> tuple[TensorType, ...]:
+        x = operands[0]
+        perm = self.perm(x.rank, attrs)
+        return (x.with_shape([x.shape[p] for p in perm]),)
+
+    def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
+        return (np.transpose(inputs[0], self.perm(inputs[0].ndim, op.attrs)),)
+
+
+class Concatenate(_AlignDataOp):
+    """Join operands along ``axis``."""
+
+    kind: ClassVar[str] = "tx8be.Concatenate"
+    summary = "concatenate along axis"
+    num_operands = (1, None)
+    attrs: ClassVar[dict[str, AttrSpec]] = {"axis": AttrSpec(int, doc="join axis")}
+
+    def _infer(
+        self, operands: Sequence[TensorType], attrs: Mapping[str, Any]
+    ) -> tuple[TensorType, ...]:
+        first = operands[0]
+        if first.rank == 0:
+            raise self.fail("operands must have rank >= 1")
+        axis = norm_axis(self, attrs["axis"], first.rank)
+        total = 0
+        for index, ttype in enumerate(operands):
+            if ttype.dtype != first.dtype:
+                raise self.fail(f"operand {index} is {ttype.dtype}, operand 0 is {first.dtype}")
+            if ttype.rank != first.rank or any(
+                    a != b for i, (a, b) in enumerate(zip(ttype.shape, first.shape, strict=True))
+                    if i != axis):
+                raise self.fail(
+                    f"operand {index} {ttype} does not match operand 0 {first} off axis {axis}"
+                )
+            total += ttype.shape[axis]
+        shape = list(first.shape)
+        shape[axis] = total
+        return (first.with_shape(shape),)
+
+    def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
+        axis = norm_axis(self, op.attrs["axis"], inputs[0].ndim)
+        return (np.concatenate(inputs, axis=axis),)
+
+
+class Split(_DataOp):
+    """Cut x along ``axis`` into pieces of ``sizes``; one result each."""
+
+    kind: ClassVar[str] = "tx8be.Split"
+    summary = "split along axis"
+    num_operands = 1
+    attrs: ClassVar[dict[str, AttrSpec]] = {
+        "axis": AttrSpec(int, doc="split axis"),
+        "sizes": AttrSpec(tuple, doc="size of each piece (sum = dim)"),
+    }
+
+    def _infer(
+        self, operands: Sequence[TensorType], attrs: Mapping[str, Any]
+    ) -> tuple[TensorType, ...]:
+        x = operands[0]
+        if x.rank == 0:
+            raise self.fail("x must have rank >= 1")
+        axis = norm_axis(self, attrs["axis"], x.rank)
+        sizes = int_tuple(self, attrs, "sizes", minimum=0)
+        if not sizes:
+            raise self.fail("attribute 'sizes' must not be empty")
+        if sum(sizes) != x.shape[axis]:
+            raise self.fail(
+                f"sizes {sizes} sum to {sum(sizes)}, but dim {axis} of {x} is {x.shape[axis]}"
+            )
+        out = []
+        for size in sizes:
+            shape = list(x.shape)
+            shape[axis] = size
+            out.append(x.with_shape(shape))
+        return tuple(out)
+
+    def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
+        x = inputs[0]
+        axis = norm_axis(self, op.attrs["axis"], x.ndim)
+        bounds = np.cumsum(int_tuple(self, op.attrs, "sizes"))[:-1]
+        return tuple(np.split(x, bounds, axis=axis))
+
+
+class Slice(_DataOp):
+    """Strided slice, one (start, end, step) per dimension, numpy clamping."""
+
+    kind: ClassVar[str] = "tx8be.Slice"
+    summary = "x[starts:ends:steps]"
+    num_operands = 1
+    attrs: ClassVar[dict[str, AttrSpec]] = {
+        "starts": AttrSpec(tuple, doc="start per dim"),
+        "ends": AttrSpec(tuple, doc="end per dim (exclusive)"),
+        "steps": AttrSpec(tuple, None, "step per dim (default all 1)"),
+    }
+
+    def slices(self, shape: tuple[int, ...], attrs: Mapping[str, Any]) -> tuple[slice, ...]:
+        """The checked Python slices, one per dimension."""
+        rank = len(shape)
+        starts = int_tuple(self, attrs, "starts", rank)
+        ends = int_tuple(self, attrs, "ends", rank)
+        steps = (1,) * rank if attrs.get("steps") is None else int_tuple(
+            self, attrs, "steps", rank)
+        if 0 in steps:
+            raise self.fail(f"steps {steps} must not contain 0")
+        return tuple(slice(s, e, st) for s, e, st in zip(starts, ends, steps, strict=True))
+
+    def _infer(
+        self, operands: Sequence[TensorType], attrs: Mapping[str, Any]
+    ) -> tuple[TensorType, ...]:
+        x = operands[0]
+        sl = self.slices(x.shape, attrs)
+        return (x.with_shape([len(range(*s.indices(d))) for s, d in zip(sl, x.shape,
+                                                                        strict=True)]),)
+
+    def op_attr(self, op: Op) -> OpAttr:
+        shape = op.operands[0].type.shape
+        if not shape:
+            return both_attr(op, align_mode=AlignMode.ALIGN)
+        last = self.slices(shape, op.attrs)[-1]
+        start, end, _ = last.indices(shape[-1])
+        if start > 0 and end % 64 == 0:
+            return both_attr(op, align_mode=AlignMode.NALIGN)
+        return both_attr(op, align_mode=AlignMode.ALIGN)
+
+    def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
+        return (inputs[0][self.slices(inputs[0].shape, op.attrs)],)
+
+
+class Pad(_AlignDataOp):
+    """Constant padding: ``pads`` = all lows then all highs."""
+
+    kind: ClassVar[str] = "tx8be.Pad"
+    summary = "constant pad"
+    num_operands = 1
+    attrs: ClassVar[dict[str, AttrSpec]] = {
+        "pads": AttrSpec(tuple, doc="2*rank entries: all lows then all highs"),
+        "value": AttrSpec(float, 0.0, "fill value"),
+    }
+
+    def pads(self, rank: int, attrs: Mapping[str, Any]) -> list[tuple[int, int]]:
+        """(low, high) per dimension."""
+        pads = int_tuple(self, attrs, "pads", 2 * rank)
+        if any(p < 0 for p in pads):
+            raise self.fail(f"pads {pads} must be >= 0 (use Slice to crop)")
+        return [(pads[i], pads[i + rank]) for i in range(rank)]
+
+    def _infer(
+        self, operands: Sequence[TensorType], attrs: Mapping[str, Any]
+    ) -> tuple[TensorType, ...]:
+        x = operands[0]
+        pairs = self.pads(x.rank, attrs)
+        return (x.with_shape([d + lo + hi for d, (lo, hi) in zip(x.shape, pairs, strict=True)]),)
+
+    def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
+        x = inputs[0]
+        value = float(self.attr(op, "value"))
+        fill: Any = value if x.dtype.kind == "f" else (
+            bool(value) if x.dtype == np.bool_ else int(value))
+        return (np.pad(x, self.pads(x.ndim, op.attrs), constant_values=fill),)
+
+
+class Broadcast(_DataOp):
+    """numpy.broadcast_to(x, shape)."""
+
+    kind: ClassVar[str] = "tx8be.Broadcast"
+    summary = "broadcast to shape"
+    num_operands = 1
+    attrs: ClassVar[dict[str, AttrSpec]] = {"shape": AttrSpec(tuple, doc="target shape")}
+
+    def _infer(
+        self, operands: Sequence[TensorType], attrs: Mapping[str, Any]
+    ) -> tuple[TensorType, ...]:
+        x = operands[0]
+        shape = int_tuple(self, attrs, "shape", minimum=0)
+        try:
+            full = tuple(np.broadcast_shapes(x.shape, shape))
+        except ValueError:
+            full = None
+        if full != shape:
+            raise self.fail(f"x {x} does not broadcast to shape {shape}")
+        return (x.with_shape(shape),)
+
+    def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
+        return (np.array(np.broadcast_to(inputs[0], op.results[0].type.shape)),)
+
+
+def _check_indices(opdef: OpDef, ttype: TensorType, what: str = "indices") -> None:
+    if ttype.dtype not in INDEX_DTYPES:
+        raise opdef.fail(f"{what} must be i32 or i64, got {ttype}")
+
+
+def _in_range(opdef: OpDef, indices: Array, size: int) -> Array:
+    idx = indices.astype(np.int64)
+    if idx.size and (idx.min() < -size or idx.max() >= size):
+        raise Tx8labError(
+            f"{opdef.kind}: index out of range [{-size}, {size}): "
+            f"min {idx.min()}, max {idx.max()}"
+        )
+    return np.where(idx < 0, idx + size, idx)
+
+
+class Gather(_DataOp):
+    """numpy.take(data, indices, axis)."""
+
+    kind: ClassVar[str] = "tx8be.Gather"
+    summary = "take along axis"
+    num_operands = 2
+    attrs: ClassVar[dict[str, AttrSpec]] = {"axis": AttrSpec(int, 0, "gathered axis")}
+
+    def _infer(
+        self, operands: Sequence[TensorType], attrs: Mapping[str, Any]
+    ) -> tuple[TensorType, ...]:
+        data, indices = operands
+        _check_indices(self, indices)
+        if data.rank == 0:
+            raise self.fail("data must have rank >= 1")
+        axis = norm_axis(self, self.attr(attrs, "axis"), data.rank)
+        shape = (*data.shape[:axis], *indices.shape, *data.shape[axis + 1:])
+        return (data.with_shape(shape),)
+
+    def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
+        data, indices = inputs
+        axis = norm_axis(self, self.attr(op, "axis"), data.ndim)
+        return (np.take(data, _in_range(self, indices, data.shape[axis]), axis=axis),)
+
+
+class Embedding(_DataOp):
+    """Rows of a [V, D] table picked by indices; the table is not loaded (seed 001)."""
+
+    kind: ClassVar[str] = "tx8be.Embedding"
+    summary = "table[indices]"
+    num_operands = 2
+
+    def _infer(
+        self, operands: Sequence[TensorType], attrs: Mapping[str, Any]
+    ) -> tuple[TensorType, ...]:
+        table, indices = operands
+        if table.rank != 2:
+            raise self.fail(f"table must be [V, D] (rank 2), got {table}")
+        _check_indices(self, indices)
+        return (table.with_shape((*indices.shape, table.shape[1])),)
+
+    def op_attr(self, op: Op) -> OpAttr:
+        # seed 001: "比如 mask, embedding 就不需要" load: bit 0 (the table) cleared
+        return both_attr(op, need_load=ALL_BITS & ~1)
+
+    def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
+        table, indices = inputs
+        return (table[_in_range(self, indices, table.shape[0])],)
+
+
+class Scatter(_AlignDataOp):
+    """ONNX ScatterElements: data with updates written at indices along axis."""
+
+    kind: ClassVar[str] = "tx8be.Scatter"
+    summary = "scatter elements"
+    num_operands = 3
+    attrs: ClassVar[dict[str, AttrSpec]] = {"axis": AttrSpec(int, 0, "scatter axis")}
+
+    def _infer(
+        self, operands: Sequence[TensorType], attrs: Mapping[str, Any]
+    ) -> tuple[TensorType, ...]:
+        data, indices, updates = operands
+        _check_indices(self, indices)
+        if data.rank == 0:
+            raise self.fail("data must have rank >= 1")
+        axis = norm_axis(self, self.attr(attrs, "axis"), data.rank)
+        if indices.rank != data.rank:
+            raise self.fail(f"indices {indices} must have the rank of data {data}")
+        if updates.shape != indices.shape:
+            raise self.fail(f"updates {updates} must have the shape of indices {indices}")
+        if updates.dtype != data.dtype:
+            raise self.fail(f"updates is {updates.dtype}, data is {data.dtype}")
+        for i, (n, d) in enumerate(zip(indices.shape, data.shape, strict=True)):
+            if i != axis and n > d:
+                raise self.fail(f"indices {indices} is larger than data {data} in dim {i}")
+        return (data,)
+
+    def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
+        data, indices, updates = inputs
+        axis = norm_axis(self, self.attr(op, "axis"), data.ndim)
+        idx = _in_range(self, indices, data.shape[axis])
+        out = data.copy()
+        grids: list[Any] = list(np.indices(idx.shape, sparse=True))
+        grids[axis] = idx
+        out[tuple(grids)] = updates
+        return (out,)
+
+
+class Convert(_DataOp):
+    """Element type conversion, rounded as the chip does."""
+
+    kind: ClassVar[str] = "tx8be.Convert"
+    summary = "cast"
+    num_operands = 1
+    attrs: ClassVar[dict[str, AttrSpec]] = {"dtype": AttrSpec(str, doc="target element type")}
+
+    def _infer(
+        self, operands: Sequence[TensorType], attrs: Mapping[str, Any]
+    ) -> tuple[TensorType, ...]:
+        try:
+            dtype = check_dtype(attrs["dtype"])
+        except Tx8labError as err:
+            raise self.fail(str(err)) from None
+        return (operands[0].with_dtype(dtype),)
+
+    def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
+        return (round_to(inputs[0], op.attrs["dtype"]),)
+
+
+class Resize(_DataOp):
+    """Nearest-neighbour upsampling of an NHWC map by integer scales."""
+
+    kind: ClassVar[str] = "tx8be.Resize"
+    summary = "nearest upsample"
+    num_operands = 1
+    attrs: ClassVar[dict[str, AttrSpec]] = {
+        "scale_h": AttrSpec(int, doc="integer scale of H"),
+        "scale_w": AttrSpec(int, doc="integer scale of W"),
+        "mode": AttrSpec(str, "nearest", "only 'nearest'"),
+    }
+
+    def _infer(
+        self, operands: Sequence[TensorType], attrs: Mapping[str, Any]
+    ) -> tuple[TensorType, ...]:
+        x = operands[0]
+        if x.rank != 4:
+            raise self.fail(f"x must be NHWC (rank 4), got {x}")
+        sh, sw = attrs["scale_h"], attrs["scale_w"]
+        if sh < 1 or sw < 1:
+            raise self.fail(f"scales must be >= 1, got scale_h={sh}, scale_w={sw}")
+        mode = self.attr(attrs, "mode")
+        if mode != "nearest":
+            raise self.fail(f"mode {mode!r} is not supported (only 'nearest')")
+        n, h, w, c = x.shape
+        return (x.with_shape((n, h * sh, w * sw, c)),)
+
+    def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
+        x = inputs[0]
+        return (np.repeat(np.repeat(x, op.attrs["scale_h"], axis=1), op.attrs["scale_w"], axis=2),)
+
+
+class Unpack(_DataOp):
+    """int8 bytes -> two signed int4 values each (low nibble, then high nibble)."""
+
+    kind: ClassVar[str] = "tx8be.Unpack"
+    summary = "unpack int4 pairs"
+    num_operands = 1
+
+    def _infer(
+        self, operands: Sequence[TensorType], attrs: Mapping[str, Any]
+    ) -> tuple[TensorType, ...]:
+        x = operands[0]
+        if x.dtype != "i8":
+            raise self.fail(f"packed operand must be i8, got {x}")
+        if x.rank == 0:
+            raise self.fail("packed operand must have rank >= 1")
+        return (x.with_shape((*x.shape[:-1], 2 * x.shape[-1])),)
+
+    def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
+        raw = inputs[0].astype(np.int8).view(np.uint8)
+        low = (raw & 0x0F).astype(np.int8)
+        high = (raw >> 4).astype(np.int8)
+        # sign-extend 4-bit two's complement
+        low = np.where(low >= 8, low - 16, low).astype(np.int8)
+        high = np.where(high >= 8, high - 16, high).astype(np.int8)
+        out = np.stack([low, high], axis=-1)
+        return (out.reshape(*raw.shape[:-1], 2 * raw.shape[-1]),)
+
+
+class Tuple(_DataOp):
+    """Group values into one op; one result per operand, same values (seed 002)."""
+
+    kind: ClassVar[str] = "tx8be.Tuple"
+    summary = "tuple of values"
+    num_operands = (1, None)
+
+    def _infer(
+        self, operands: Sequence[TensorType], attrs: Mapping[str, Any]
+    ) -> tuple[TensorType, ...]:
+        return tuple(operands)
+
+    def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
+        return tuple(inputs)

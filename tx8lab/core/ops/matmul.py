@@ -1,0 +1,148 @@
+"""Matrix products on the NE (neural engine): Gemm, MatMul, BatchMatMul.
+
+Spec: seed 000 ("ALIGN Only": Gemm) and seed 001 (``NPU_ENGINE_NE``), docs/ops.md.
+
+Readings chosen where the seed is vague:
+
+- MatMul and BatchMatMul are ALIGN-only like Gemm (they use the same NE instructions).
+- Gemm is ONNX's: ``alpha * op(A) @ op(B) + beta * C``, C broadcast to [M, N].
+- MatMul takes rank >= 2 operands with numpy-broadcast batch dimensions; the importer
+  reshapes rank-1 operands first. BatchMatMul needs equal batch dimensions.
+- Integer products are exact (int64 accumulation); float products use float32 matmul.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from tx8lab.core.ir import Op, TensorType
+from tx8lab.core.ops.common import NE, align_attr, same_dtype
+from tx8lab.core.ops.registry import Array, AttrSpec, OpAttr, OpDef, f32
+
+
+def _matmul(a: Array, b: Array) -> Array:
+    if a.dtype.kind in "iub":
+        return np.asarray(np.matmul(a.astype(np.int64), b.astype(np.int64)))
+    return np.asarray(np.matmul(a, b))
+
+
+class _NeOp(OpDef):
+    """Base for NE ops: ALIGN only, engine NE."""
+
+    family = "matmul"
+
+    def op_attr(self, op: Op) -> OpAttr:
+        return align_attr(op, engine=NE)
+
+
+class Gemm(_NeOp):
+    """alpha * op(A) @ op(B) + beta * C on 2-D operands."""
+
+    kind: ClassVar[str] = "tx8be.Gemm"
+    summary = "alpha * A @ B + beta * C"
+    num_operands = (2, 3)
+    attrs: ClassVar[dict[str, AttrSpec]] = {
+        "trans_a": AttrSpec(bool, False, "use A transposed ([K, M])"),
+        "trans_b": AttrSpec(bool, False, "use B transposed ([N, K])"),
+        "alpha": AttrSpec(float, 1.0, "scale of A @ B"),
+        "beta": AttrSpec(float, 1.0, "scale of C"),
+    }
+
+    def _infer(
+        self, operands: Sequence[TensorType], attrs: Mapping[str, Any]
+    ) -> tuple[TensorType, ...]:
+        a, b = operands[0], operands[1]
+        same_dtype(self, operands, ("A", "B", "C"))
+        if a.rank != 2 or b.rank != 2:
+            raise self.fail(f"A and B must have rank 2, got {a} and {b}")
+        m, k = a.shape[::-1] if self.attr(attrs, "trans_a") else a.shape
+        k2, n = b.shape[::-1] if self.attr(attrs, "trans_b") else b.shape
+        if k != k2:
+            raise self.fail(f"inner dimensions differ: A gives K={k}, B gives K={k2} ({a}, {b})")
+        if len(operands) == 3:
+            c = operands[2]
+            try:
+                full = np.broadcast_shapes(c.shape, (m, n))
+            except ValueError:
+                full = None
+            if full != (m, n):
+                raise self.fail(f"C {c} does not broadcast to [M, N] = [{m}, {n}]")
+        return (TensorType((m, n), a.dtype),)
+
+    def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
+        a, b = f32(inputs[0]), f32(inputs[1])
+        if self.attr(op, "trans_a"):
+            a = a.T
+        if self.attr(op, "trans_b"):
+            b = b.T
+        out = _matmul(a, b)
+        alpha, beta = self.attr(op, "alpha"), self.attr(op, "beta")
+        if alpha != 1.0:
+            out = out * (np.float32(alpha) if out.dtype.kind == "f" else alpha)
+        if len(inputs) == 3:
+            c = f32(inputs[2])
+            out = out + (c if beta == 1.0 else c * (np.float32(beta) if c.dtype.kind == "f"
+                                                    else beta))
+        return (out,)
+
+
+class MatMul(_NeOp):
+    """numpy matmul of rank >= 2 operands with broadcast batch dimensions."""
+
+    kind: ClassVar[str] = "tx8be.MatMul"
+    summary = "a @ b"
+    num_operands = 2
+
+    def _infer(
+        self, operands: Sequence[TensorType], attrs: Mapping[str, Any]
+    ) -> tuple[TensorType, ...]:
+        a, b = operands
+        same_dtype(self, operands, ("a", "b"))
+        if a.rank < 2 or b.rank < 2:
+            raise self.fail(
+                f"operands must have rank >= 2 (reshape rank-1 operands), got {a} and {b}"
+            )
+        if a.shape[-1] != b.shape[-2]:
+            raise self.fail(
+                f"inner dimensions differ: a has K={a.shape[-1]}, b has K={b.shape[-2]} "
+                f"({a}, {b})"
+            )
+        try:
+            batch = tuple(int(d) for d in np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+        except ValueError:
+            raise self.fail(
+                f"batch dimensions {a.shape[:-2]} and {b.shape[:-2]} do not broadcast"
+            ) from None
+        return (TensorType((*batch, a.shape[-2], b.shape[-1]), a.dtype),)
+
+    def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
+        return (_matmul(f32(inputs[0]), f32(inputs[1])),)
+
+
+class BatchMatMul(_NeOp):
+    """[B, M, K] @ [B, K, N] -> [B, M, N]."""
+
+    kind: ClassVar[str] = "tx8be.BatchMatMul"
+    summary = "batched a @ b"
+    num_operands = 2
+
+    def _infer(
+        self, operands: Sequence[TensorType], attrs: Mapping[str, Any]
+    ) -> tuple[TensorType, ...]:
+        a, b = operands
+        same_dtype(self, operands, ("a", "b"))
+        if a.rank != 3 or b.rank != 3:
+            raise self.fail(f"operands must have rank 3 ([B, M, K], [B, K, N]), got {a} and {b}")
+        if a.shape[0] != b.shape[0]:
+            raise self.fail(f"batch sizes differ: {a.shape[0]} vs {b.shape[0]}")
+        if a.shape[2] != b.shape[1]:
+            raise self.fail(
+                f"inner dimensions differ: a has K={a.shape[2]}, b has K={b.shape[1]}"
+            )
+        return (TensorType((a.shape[0], a.shape[1], b.shape[2]), a.dtype),)
+
+    def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
+        return (_matmul(f32(inputs[0]), f32(inputs[1])),)
