@@ -18,9 +18,16 @@ Readings chosen:
   ``Transpose`` back to NCHW first, and so do graph outputs. Each value is converted at most
   once per direction.
 - Conv weights are transposed OIHW -> OHWI at import time (they are initializers).
+- ConvTranspose has no tx8be kind: kernel == stride (the usual 2x upsampler) becomes a 1x1
+  Conv2d plus depth-to-space (Reshape/Transpose/Reshape); anything else zero-inserts the
+  input (Reshape/Pad/Reshape) and runs a stride-1 Conv2d with the flipped weight.
+- Nearest Resize maps onto tx8be ``Resize`` (pixel repetition by integer scales) only when
+  its coordinate_transformation_mode/nearest_mode pair really repeats pixels (checked
+  exactly, e.g. asymmetric+floor, half_pixel+round_prefer_floor); other pairs are errors.
 - Errors name the file, the node (name and op type) and what to do: an unsupported op
   lists the supported ones; control flow (If/Loop/Scan) asks for a model exported without
-  it; a dynamic dimension asks for ``input_shapes``.
+  it, and is reported before anything else (even before missing ``input_shapes``); a
+  dynamic dimension asks for ``input_shapes``.
 """
 
 from __future__ import annotations
@@ -98,7 +105,9 @@ def _fix_input_shapes(model: Any, where: str, input_shapes: Mapping[str, Sequenc
     names = [i.name for i in fixed.graph.input if i.name not in initializers]
     for name in input_shapes:
         if name not in names:
-            raise Tx8labError(f"{where}: input_shapes names {name!r}, the model's inputs are {names}")
+            raise Tx8labError(
+                f"{where}: input_shapes names {name!r}, the model's inputs are {names}"
+            )
     for inp in fixed.graph.input:
         if inp.name in initializers:
             continue
@@ -127,8 +136,21 @@ def _fix_input_shapes(model: Any, where: str, input_shapes: Mapping[str, Sequenc
         raise Tx8labError(f"{where}: ONNX shape inference failed: {err}") from None
 
 
-_ONNX_DTYPES = {1: "f32", 10: "f16", 16: "bf16", 3: "i8", 2: "i32", 5: "i32", 6: "i32",
-                7: "i64", 9: "i1", 11: "f32", 12: "i32", 13: "i64", 4: "i32"}
+_ONNX_DTYPES = {
+    1: "f32",
+    10: "f16",
+    16: "bf16",
+    3: "i8",
+    2: "i32",
+    5: "i32",
+    6: "i32",
+    7: "i64",
+    9: "i1",
+    11: "f32",
+    12: "i32",
+    13: "i64",
+    4: "i32",
+}
 
 
 class _Importer:
@@ -138,7 +160,9 @@ class _Importer:
         self.model = model
         self.where = where
         self.graph = model.graph
-        self.b = Builder(model=Path(where).stem if where != "<ModelProto>" else "onnx_model")
+        # dialect-prefixed, as the zoo does: mlir-opt rejects unprefixed module attributes
+        name = Path(where).stem if where != "<ModelProto>" else "onnx_model"
+        self.b = Builder(**{"tx8.model": name})
         self.env: dict[str, _Tensor] = {}
         self.shapes: dict[str, tuple[int, ...]] = {}
         self.converted: dict[tuple[str, bool], Value] = {}
@@ -182,11 +206,11 @@ class _Importer:
         t = self.env[name]
         if t.const is not None:
             dtype = dtype or from_numpy(t.const.dtype)
-            key = (name, nhwc, dtype)
-            if key not in self.named_consts:
+            const_key = (name, nhwc, dtype)
+            if const_key not in self.named_consts:
                 array = _to_nhwc_const(t.const) if nhwc else t.const
-                self.named_consts[key] = self.b.constant(round_to(array, dtype), dtype)
-            return self.named_consts[key]
+                self.named_consts[const_key] = self.b.constant(round_to(array, dtype), dtype)
+            return self.named_consts[const_key]
         assert t.value is not None
         if t.value.type.rank != 4 or t.nhwc == nhwc:
             return t.value
@@ -270,16 +294,14 @@ class _Importer:
             elem = inp.type.tensor_type.elem_type
             dtype = _ONNX_DTYPES.get(elem)
             if dtype is None:
-                raise Tx8labError(f"{self.where}: input {inp.name!r} has an unsupported type {elem}")
+                raise Tx8labError(
+                    f"{self.where}: input {inp.name!r} has an unsupported type {elem}"
+                )
             shape = tuple(int(d.dim_value) for d in inp.type.tensor_type.shape.dim)
             self.env[inp.name] = _Tensor(value=self.b.input(shape, dtype))
         for node in self.graph.node:
             if node.op_type in CONTROL_FLOW:
-                raise self.fail(
-                    node,
-                    "control flow (If/Loop/Scan) is not supported: export the model with the "
-                    "branch or loop unrolled (e.g. torch.onnx.export with fixed inputs)",
-                )
+                raise self.fail(node, _CONTROL_FLOW_HINT)
             if node.domain not in ("", "ai.onnx"):
                 raise self.fail(node, f"operator domain {node.domain!r} is not supported")
             if self.try_fold(node):
@@ -312,6 +334,27 @@ class _Importer:
         return self.b.finish()
 
 
+_CONTROL_FLOW_HINT = (
+    "control flow (If/Loop/Scan) is not supported: export the model with the branch or loop "
+    "unrolled (e.g. torch.onnx.export with fixed inputs)"
+)
+
+
+def _reject_control_flow(model: Any, where: str) -> None:
+    """Fail on the first top-level If/Loop/Scan node, before asking for input shapes.
+
+    No control-flow node is ever imported, so this is the error the model will end with;
+    giving it first spares fixing dynamic dimensions only to fail here afterwards.
+    """
+    nodes = [n for n in model.graph.node if n.op_type in CONTROL_FLOW]
+    if not nodes:
+        return
+    node = nodes[0]
+    label = f"node {node.name!r} ({node.op_type})" if node.name else f"{node.op_type} node"
+    more = f" (the graph has {len(nodes)} control-flow nodes)" if len(nodes) > 1 else ""
+    raise Tx8labError(f"{where}: {label}: {_CONTROL_FLOW_HINT}{more}")
+
+
 def _to_nhwc_const(array: Array) -> Array:
     """A constant operand of an op on NHWC values: broadcast to rank 4, then permuted."""
     if array.ndim > 4:
@@ -340,9 +383,19 @@ def _handles(*op_types: str) -> Callable[[Handler], Handler]:
     return register
 
 
-_UNARY = {"Relu": "Relu", "Sigmoid": "Sigmoid", "Tanh": "Tanh", "Erf": "Erf", "Sqrt": "Sqrt",
-          "Exp": "Exp", "Log": "Log", "Neg": "Neg", "Abs": "Abs", "Reciprocal": "Reciprocal",
-          "HardSwish": "HardSwish"}
+_UNARY = {
+    "Relu": "Relu",
+    "Sigmoid": "Sigmoid",
+    "Tanh": "Tanh",
+    "Erf": "Erf",
+    "Sqrt": "Sqrt",
+    "Exp": "Exp",
+    "Log": "Log",
+    "Neg": "Neg",
+    "Abs": "Abs",
+    "Reciprocal": "Reciprocal",
+    "HardSwish": "HardSwish",
+}
 
 
 @_handles(*_UNARY, "Identity", "Dropout", "HardSigmoid", "Gelu", "Clip", "LeakyRelu")
@@ -354,8 +407,12 @@ def _unary(im: _Importer, node: Any) -> None:
     if op in ("Identity", "Dropout"):
         out = x
     elif op == "HardSigmoid":
-        out = im.b.op("HardSigmoid", x, alpha=float(im.attr(node, "alpha", 0.2)),
-                      beta=float(im.attr(node, "beta", 0.5)))
+        out = im.b.op(
+            "HardSigmoid",
+            x,
+            alpha=float(im.attr(node, "alpha", 0.2)),
+            beta=float(im.attr(node, "beta", 0.5)),
+        )
     elif op == "Gelu":
         out = im.b.op("Gelu", x, approximate=str(im.attr(node, "approximate", "none")))
     elif op == "Clip":
@@ -376,10 +433,23 @@ def _unary(im: _Importer, node: Any) -> None:
     im.set(node.output[0], out, nhwc)
 
 
-_BINARY = {"Add": "Add", "Sub": "Sub", "Mul": "Mul", "Div": "Div", "Pow": "Pow",
-           "Max": "Max", "Min": "Min", "Sum": "Add"}
-_COMPARE = {"Equal": "eq", "Less": "lt", "LessOrEqual": "le", "Greater": "gt",
-            "GreaterOrEqual": "ge"}
+_BINARY = {
+    "Add": "Add",
+    "Sub": "Sub",
+    "Mul": "Mul",
+    "Div": "Div",
+    "Pow": "Pow",
+    "Max": "Max",
+    "Min": "Min",
+    "Sum": "Add",
+}
+_COMPARE = {
+    "Equal": "eq",
+    "Less": "lt",
+    "LessOrEqual": "le",
+    "Greater": "gt",
+    "GreaterOrEqual": "ge",
+}
 
 
 def _operands_same_layout(im: _Importer, names: Sequence[str]) -> tuple[list[Value], bool]:
@@ -436,8 +506,14 @@ def _not(im: _Importer, node: Any) -> None:
     im.set(node.output[0], im.b.op("Compare", x, false, mode="eq"))
 
 
-def _pads_2d(im: _Importer, node: Any, in_hw: tuple[int, int], kernel: Sequence[int],
-             strides: Sequence[int], dilations: Sequence[int]) -> tuple[int, int, int, int]:
+def _pads_2d(
+    im: _Importer,
+    node: Any,
+    in_hw: tuple[int, int],
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+) -> tuple[int, int, int, int]:
     auto_pad = im.attr(node, "auto_pad", b"NOTSET")
     auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else str(auto_pad)
     if auto_pad in ("NOTSET", ""):
@@ -473,9 +549,140 @@ def _conv(im: _Importer, node: Any) -> None:
     bias = im.const_input(node, 2, "the bias")
     if bias is not None:
         operands.append(im.const_value(bias, x.type.dtype))
-    out = im.b.op("Conv2d", *operands, strides=strides, pads=pads, dilations=dilations,
-                  group=int(im.attr(node, "group", 1)))
+    out = im.b.op(
+        "Conv2d",
+        *operands,
+        strides=strides,
+        pads=pads,
+        dilations=dilations,
+        group=int(im.attr(node, "group", 1)),
+    )
     im.set(node.output[0], out, nhwc=True)
+
+
+def _conv_transpose_pads(
+    im: _Importer,
+    node: Any,
+    in_hw: tuple[int, int],
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    out_pad: Sequence[int],
+) -> tuple[int, int, int, int]:
+    """(top, left, bottom, right) of a ConvTranspose, from pads, auto_pad or output_shape."""
+    auto_pad = im.attr(node, "auto_pad", b"NOTSET")
+    auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else str(auto_pad)
+    output_shape = im.attr(node, "output_shape", None)
+    if output_shape is None and auto_pad in ("NOTSET", "", "VALID"):
+        if auto_pad == "VALID":
+            return (0, 0, 0, 0)
+        pads = tuple(int(p) for p in im.attr(node, "pads", (0, 0, 0, 0)))
+        if len(pads) != 4:
+            raise im.fail(node, f"pads {pads} are not 2-D (only 2-D windows are supported)")
+        return (pads[0], pads[1], pads[2], pads[3])
+    if output_shape is not None:
+        target = [int(d) for d in output_shape][-2:]
+    else:
+        target = [size * s for size, s in zip(in_hw, strides, strict=True)]
+    lows, highs = [], []
+    for size, k, s, d, op, out in zip(
+        in_hw, kernel, strides, dilations, out_pad, target, strict=True
+    ):
+        total = s * (size - 1) + op + (k - 1) * d + 1 - out
+        if total < 0:
+            raise im.fail(
+                node, f"output_shape {tuple(target)} is larger than the full transposed convolution"
+            )
+        if auto_pad == "SAME_UPPER":
+            lows.append(total // 2)
+            highs.append(total - total // 2)
+        else:
+            lows.append(total - total // 2)
+            highs.append(total // 2)
+    return (lows[0], lows[1], highs[0], highs[1])
+
+
+@_handles("ConvTranspose")
+def _conv_transpose(im: _Importer, node: Any) -> None:
+    """ConvTranspose as tx8be Conv2d (there is no transposed-convolution kind).
+
+    kernel == stride, no padding, no dilation (the usual 2x upsampler): a 1x1 Conv2d to
+    ``KH*KW*Cout`` channels, then depth-to-space (Reshape, Transpose, Reshape): no wasted
+    MACs. Otherwise: insert ``stride - 1`` zeros between input pixels (Reshape, Pad,
+    Reshape), then a stride-1 Conv2d with the spatially flipped, in/out-swapped weight and
+    padding ``dilation * (K - 1) - pad`` (a negative amount crops the result with Slice).
+    """
+    shape = im.logical_shape(node.input[0])
+    if len(shape) != 4:
+        raise im.fail(node, f"only 2-D transposed convolution is supported (input shape {shape})")
+    weight = im.const_input(node, 1, "the weight")
+    assert weight is not None
+    group = int(im.attr(node, "group", 1))
+    n, cin, h, w_in = shape
+    cog, kh, kw = (int(d) for d in weight.shape[1:])
+    cout = cog * group
+    cig = cin // group
+    kernel = (kh, kw)
+    strides = tuple(int(s) for s in im.attr(node, "strides", (1, 1)))
+    dilations = tuple(int(d) for d in im.attr(node, "dilations", (1, 1)))
+    out_pad = tuple(int(p) for p in im.attr(node, "output_padding", (0, 0)))
+    if len(strides) != 2 or len(dilations) != 2 or len(out_pad) != 2:
+        raise im.fail(node, "only 2-D transposed convolution is supported")
+    pads = _conv_transpose_pads(im, node, (h, w_in), kernel, strides, dilations, out_pad)
+    x = im.value(node.input[0], nhwc=True)
+    dtype = x.type.dtype
+    bias = im.const_input(node, 2, "the bias")
+    b = im.b
+    if (
+        kernel == strides
+        and pads == (0, 0, 0, 0)
+        and dilations == (1, 1)
+        and out_pad == (0, 0)
+        and group == 1
+    ):
+        # w[ci, co, a, b] -> w'[(a, b, co), 1, 1, ci]
+        w1 = np.ascontiguousarray(weight.transpose(2, 3, 1, 0)).reshape(kh * kw * cout, 1, 1, cin)
+        operands = [x, im.const_value(w1, dtype)]
+        if bias is not None:
+            operands.append(im.const_value(np.tile(bias, kh * kw), dtype))
+        y = b.op("Conv2d", *operands)
+        y = b.op("Reshape", y, shape=(n, h, w_in, kh, kw, cout))
+        y = b.op("Transpose", y, perm=(0, 1, 3, 2, 4, 5))
+        im.set(node.output[0], b.op("Reshape", y, shape=(n, h * kh, w_in * kw, cout)), nhwc=True)
+        return
+    sh, sw = strides
+    if (sh, sw) != (1, 1):
+        # zero insertion: [N,H,W,C] -> [N,H,1,W,1,C] -> pad -> [N,H*sh,W*sw,C]; the last
+        # sh-1 (sw-1) rows (columns) are zeros past the end, taken off the high padding below
+        x = b.op("Reshape", x, shape=(n, h, 1, w_in, 1, cin))
+        x = b.op("Pad", x, pads=(0, 0, 0, 0, 0, 0, 0, 0, sh - 1, 0, sw - 1, 0))
+        x = b.op("Reshape", x, shape=(n, h * sh, w_in * sw, cin))
+    # w[g*cig + ci, co, a, b] -> w'[g*cog + co, KH-1-a, KW-1-b, ci]
+    wg = weight.reshape(group, cig, cog, kh, kw)[:, :, :, ::-1, ::-1]
+    w2 = np.ascontiguousarray(wg.transpose(0, 2, 3, 4, 1)).reshape(cout, kh, kw, cig)
+    dh, dw = dilations
+    conv_pads = [
+        dh * (kh - 1) - pads[0],
+        dw * (kw - 1) - pads[1],
+        dh * (kh - 1) - pads[2] + out_pad[0] - (sh - 1),
+        dw * (kw - 1) - pads[3] + out_pad[1] - (sw - 1),
+    ]
+    operands = [x, im.const_value(w2, dtype)]
+    if bias is not None:
+        operands.append(im.const_value(bias, dtype))
+    y = b.op(
+        "Conv2d",
+        *operands,
+        pads=tuple(max(0, p) for p in conv_pads),
+        dilations=dilations,
+        group=group,
+    )
+    if any(p < 0 for p in conv_pads):
+        _, oh, ow, _ = y.type.shape
+        top, left = max(0, -conv_pads[0]), max(0, -conv_pads[1])
+        bottom, right = max(0, -conv_pads[2]), max(0, -conv_pads[3])
+        y = b.op("Slice", y, starts=(0, top, left, 0), ends=(n, oh - bottom, ow - right, cout))
+    im.set(node.output[0], y, nhwc=True)
 
 
 @_handles("BatchNormalization")
@@ -486,8 +693,7 @@ def _batchnorm(im: _Importer, node: Any) -> None:
         array = im.const_input(node, index, what)
         assert array is not None
         params.append(im.const_value(array.astype(np.float32), "f32"))
-    out = im.b.op("BatchNorm_Inference", x, *params,
-                  epsilon=float(im.attr(node, "epsilon", 1e-5)))
+    out = im.b.op("BatchNorm_Inference", x, *params, epsilon=float(im.attr(node, "epsilon", 1e-5)))
     im.set(node.output[0], out, nhwc=x.type.rank == 4)
 
 
@@ -505,8 +711,12 @@ def _pool(im: _Importer, node: Any) -> None:
         raise im.fail(node, "dilated pooling is not supported")
     pads = _pads_2d(im, node, (shape[2], shape[3]), kernel, strides, dilations)
     x = im.value(node.input[0], nhwc=True)
-    attrs: dict[str, Any] = {"kernel": kernel, "strides": strides, "pads": pads,
-                             "ceil_mode": bool(im.attr(node, "ceil_mode", 0))}
+    attrs: dict[str, Any] = {
+        "kernel": kernel,
+        "strides": strides,
+        "pads": pads,
+        "ceil_mode": bool(im.attr(node, "ceil_mode", 0)),
+    }
     if node.op_type == "AveragePool":
         attrs["count_include_pad"] = bool(im.attr(node, "count_include_pad", 0))
     kind = "MaxPool2d" if node.op_type == "MaxPool" else "AvgPool2d"
@@ -530,9 +740,14 @@ def _gemm(im: _Importer, node: Any) -> None:
     operands = [a, b]
     if len(node.input) > 2 and node.input[2]:
         operands.append(im.value(node.input[2], dtype=a.type.dtype))
-    out = im.b.op("Gemm", *operands, trans_a=bool(im.attr(node, "transA", 0)),
-                  trans_b=bool(im.attr(node, "transB", 0)),
-                  alpha=float(im.attr(node, "alpha", 1.0)), beta=float(im.attr(node, "beta", 1.0)))
+    out = im.b.op(
+        "Gemm",
+        *operands,
+        trans_a=bool(im.attr(node, "transA", 0)),
+        trans_b=bool(im.attr(node, "transB", 0)),
+        alpha=float(im.attr(node, "alpha", 1.0)),
+        beta=float(im.attr(node, "beta", 1.0)),
+    )
     im.set(node.output[0], out)
 
 
@@ -591,7 +806,8 @@ def _squeeze(im: _Importer, node: Any) -> None:
         if node.op_type == "Squeeze":
             rank = len(shape)
             drop = {a + rank if a < 0 else a for a in axes} or {
-                i for i, d in enumerate(shape) if d == 1}
+                i for i, d in enumerate(shape) if d == 1
+            }
             out_shape = tuple(d for i, d in enumerate(shape) if i not in drop)
         else:
             rank = len(shape) + len(axes)
@@ -646,7 +862,8 @@ def _slice(im: _Importer, node: Any) -> None:
     rank = len(logical)
     starts_in = im.const_input(node, 1, "starts")
     ends_in = im.const_input(node, 2, "ends")
-    assert starts_in is not None and ends_in is not None
+    assert starts_in is not None
+    assert ends_in is not None
     axes_in = im.const_input(node, 3, "axes")
     steps_in = im.const_input(node, 4, "steps")
     axes = [int(a) for a in (axes_in if axes_in is not None else range(len(starts_in)))]
@@ -718,15 +935,71 @@ def _resize(im: _Importer, node: Any) -> None:
                 raise im.fail(node, "needs constant scales or sizes")
             out_shape = tuple(int(s) for s in sizes)
         else:
-            out_shape = tuple(int(round(d * s)) for d, s in zip(in_shape, scales, strict=True))
+            out_shape = tuple(round(float(d * s)) for d, s in zip(in_shape, scales, strict=True))
     if mode != "nearest" or len(in_shape) != 4 or out_shape[:2] != in_shape[:2]:
         raise im.fail(node, "only 'nearest' resizing of H and W is supported")
     if out_shape[2] % in_shape[2] or out_shape[3] % in_shape[3]:
         raise im.fail(node, f"only integer scales are supported ({in_shape} -> {out_shape})")
+    if node.op_type == "Resize" and im.opset >= 11:
+        ctm = im.attr(node, "coordinate_transformation_mode", b"half_pixel")
+        ctm = ctm.decode() if isinstance(ctm, bytes) else str(ctm)
+        rounding = im.attr(node, "nearest_mode", b"round_prefer_floor")
+        rounding = rounding.decode() if isinstance(rounding, bytes) else str(rounding)
+        for axis in (2, 3):
+            if not _nearest_is_repeat(ctm, rounding, in_shape[axis], out_shape[axis]):
+                raise im.fail(
+                    node,
+                    f"nearest resize with coordinate_transformation_mode={ctm!r} and "
+                    f"nearest_mode={rounding!r} does not repeat each pixel "
+                    f"{out_shape[axis] // in_shape[axis]} times ({in_shape} -> {out_shape}); "
+                    "tx8be Resize only repeats pixels (e.g. 'asymmetric' with 'floor', or "
+                    "'half_pixel' with 'round_prefer_floor')",
+                )
     x = im.value(node.input[0], nhwc=True)
-    out = im.b.op("Resize", x, scale_h=out_shape[2] // in_shape[2],
-                  scale_w=out_shape[3] // in_shape[3], mode="nearest")
+    out = im.b.op(
+        "Resize",
+        x,
+        scale_h=out_shape[2] // in_shape[2],
+        scale_w=out_shape[3] // in_shape[3],
+        mode="nearest",
+    )
     im.set(node.output[0], out, nhwc=True)
+
+
+def _nearest_is_repeat(ctm: str, rounding: str, in_size: int, out_size: int) -> bool:
+    """Whether ONNX nearest Resize (opset >= 11) maps output i to input i // scale."""
+    from fractions import Fraction
+    from math import ceil, floor
+
+    scale = Fraction(out_size, in_size)
+    for i in range(out_size):
+        if ctm in ("half_pixel", "half_pixel_symmetric") or (
+            ctm == "pytorch_half_pixel" and out_size > 1
+        ):
+            x = (i + Fraction(1, 2)) / scale - Fraction(1, 2)
+        elif ctm == "pytorch_half_pixel":
+            x = Fraction(0)
+        elif ctm == "asymmetric":
+            x = i / scale
+        elif ctm == "tf_half_pixel_for_nn":
+            x = (i + Fraction(1, 2)) / scale
+        elif ctm == "align_corners":
+            x = Fraction(i * (in_size - 1), out_size - 1) if out_size > 1 else Fraction(0)
+        else:  # tf_crop_and_resize needs roi; anything else is unknown
+            return False
+        if rounding == "round_prefer_floor":
+            index = ceil(x - Fraction(1, 2))
+        elif rounding == "round_prefer_ceil":
+            index = floor(x + Fraction(1, 2))
+        elif rounding == "floor":
+            index = floor(x)
+        elif rounding == "ceil":
+            index = ceil(x)
+        else:
+            return False
+        if min(max(index, 0), in_size - 1) != i // int(scale):
+            return False
+    return True
 
 
 @_handles("Softmax")
@@ -749,8 +1022,14 @@ def _layernorm(im: _Importer, node: Any) -> None:
         beta = im.value(node.input[2], dtype=x.type.dtype)
     else:
         beta = im.const_value(np.zeros(gamma.type.shape, np.float32), x.type.dtype)
-    out = im.b.op("LayerNorm", x, gamma, beta, axis=int(im.attr(node, "axis", -1)),
-                  epsilon=float(im.attr(node, "epsilon", 1e-5)))
+    out = im.b.op(
+        "LayerNorm",
+        x,
+        gamma,
+        beta,
+        axis=int(im.attr(node, "axis", -1)),
+        epsilon=float(im.attr(node, "epsilon", 1e-5)),
+    )
     im.set(node.output[0], out)
 
 
@@ -773,8 +1052,12 @@ def _reduce(im: _Importer, node: Any) -> None:
         x = im.value(node.input[0], nhwc=False)
         nhwc = False
     kind = {"ReduceMean": "ReduceMean", "ReduceSum": "ReduceSum", "ReduceMax": "ReduceMax"}
-    out = im.b.op(kind[node.op_type], x, axes=tuple(sorted(_axis(a, rank, nhwc) for a in axes)),
-                  keepdims=keepdims)
+    out = im.b.op(
+        kind[node.op_type],
+        x,
+        axes=tuple(sorted(_axis(a, rank, nhwc) for a in axes)),
+        keepdims=keepdims,
+    )
     im.set(node.output[0], out, nhwc)
 
 
@@ -813,10 +1096,12 @@ def _expand(im: _Importer, node: Any) -> None:
     im.set(node.output[0], im.b.op("Broadcast", x, shape=target))
 
 
-def load(source: str | Path | Any, input_shapes: Mapping[str, Sequence[int]] | None = None
-         ) -> Module:
+def load(
+    source: str | Path | Any, input_shapes: Mapping[str, Sequence[int]] | None = None
+) -> Module:
     """Import an ONNX model (a path or an ``onnx.ModelProto``) as a tx8be module."""
     model, where = _read_model(source)
+    _reject_control_flow(model, where)
     model = _fix_input_shapes(model, where, dict(input_shapes or {}))
     return _Importer(model, where).run()
 
