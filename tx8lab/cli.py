@@ -1,0 +1,323 @@
+"""The ``tx8lab`` command: list the zoo, run the pipeline on a model, open JupyterLab.
+
+Spec: DESIGN.md §7. ``main(argv)`` returns the exit code; every user error (a
+``Tx8labError``, a missing file, a bad argument) prints one line
+``tx8lab: error: ...`` on stderr and exits 2, never a traceback.
+
+Readings chosen:
+
+- ``run MODEL`` takes a zoo name, a ``.onnx`` file or a ``.mlir`` file in the generic
+  syntax ``print_module`` writes.
+- ``--print-ir-after-all`` writes to stdout, the pass table then goes to stderr, so
+  stdout is pure MLIR. The stream opens with a comment line, then each module follows a
+  header like MLIR's own, ``// -----// IR Dump After dce (step 1) //----- //``. The header
+  begins with mlir-opt's split marker, so ``mlir-opt --allow-unregistered-dialect
+  --split-input-file`` reads the stream as one module per pass (plus an empty first
+  chunk: mlir-opt rejects a split marker on the very first line, hence the opening
+  comment). Constant data above 1 KiB prints as ``dense_resource<__elided__>``.
+- ``--hw PRESET`` picks the chip, ``--hw-set key=value`` overrides one field
+  (``tile.spm_bytes=2Mi``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn, TextIO
+
+from tx8lab.errors import Tx8labError
+
+PROG = "tx8lab"
+#: The notebook ``tx8lab lab`` opens, relative to the source checkout.
+TOUR = Path("notebooks") / "00_tour.ipynb"
+#: Constant data larger than this prints elided in IR dumps.
+DUMP_ELIDE_BYTES = 1024
+
+
+class _UsageError(Exception):
+    """A command-line mistake found by argparse."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(f"{message} (see `{self.prog} --help`)")
+
+
+def _pairs(values: Sequence[str] | None, what: str, example: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for text in values or ():
+        key, eq, value = text.partition("=")
+        if not eq or not key.strip() or not value.strip():
+            raise Tx8labError(f"{what} {text!r} is not name=value: write e.g. {example}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _shape(name: str, text: str) -> tuple[int, ...]:
+    try:
+        dims = tuple(int(d) for d in text.lower().replace(",", "x").split("x"))
+    except ValueError:
+        dims = ()
+    if not dims or any(d < 1 for d in dims):
+        raise Tx8labError(f"--input-shape {name}={text}: write the dims as 1x3x224x224")
+    return dims
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def _cmd_models(args: argparse.Namespace, out: TextIO) -> int:
+    from tx8lab.core.zoo import MODELS
+
+    del args
+    width = max((len(name) for name in MODELS), default=4) + 2
+    out.write(f"{'MODEL':<{width}}SUMMARY\n")
+    for name, model in MODELS.items():
+        out.write(f"{name:<{width}}{model.summary}\n")
+        params = " ".join(f"{k}={_show(spec[0])}" for k, spec in model.params.items())
+        out.write(f"{'':<{width}}  params: {params or '(none)'}\n")
+    return 0
+
+
+def _show(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _load(args: argparse.Namespace) -> tuple[Any, str, dict[str, str]]:
+    """(module, model name, model args) for ``run``'s MODEL argument."""
+    source: str = args.model
+    model_args = _pairs(args.model_arg, "--model-arg", "layers=2")
+    shapes = _pairs(args.input_shape, "--input-shape", "input=1x3x224x224")
+    suffix = Path(source).suffix.lower()
+    if suffix in (".onnx", ".mlir"):
+        if model_args:
+            raise Tx8labError(
+                "--model-arg applies to zoo models; for an ONNX file give "
+                "--input-shape name=1x3x224x224"
+            )
+        path = Path(source)
+        if not path.is_file():
+            raise Tx8labError(f"{source}: no such file")
+        if suffix == ".mlir":
+            if shapes:
+                raise Tx8labError("--input-shape applies to ONNX files only")
+            from tx8lab.core.text import parse_module
+
+            return parse_module(path.read_text(encoding="utf-8"), str(path)), source, {}
+        from tx8lab.core.frontends.onnx import load
+
+        input_shapes = {k: _shape(k, v) for k, v in shapes.items()}
+        try:
+            return load(path, input_shapes=input_shapes or None), source, {}
+        except Tx8labError as err:
+            if "input_shapes" not in str(err):
+                raise
+            raise Tx8labError(
+                f"{err} (on the command line: --input-shape NAME=1x3x224x224)"
+            ) from err
+    if shapes:
+        raise Tx8labError("--input-shape applies to ONNX files; zoo models take --model-arg")
+    from tx8lab.core.zoo import MODELS, build
+
+    if source not in MODELS:
+        raise Tx8labError(
+            f"{source!r} is neither a zoo model nor a .onnx/.mlir file; "
+            f"zoo models: {', '.join(MODELS)} (see `tx8lab models`)"
+        )
+    return build(source, **model_args), source, model_args
+
+
+def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
+    from tx8lab.core.passes import build_pipeline
+    from tx8lab.core.pipeline import parse_knob_settings, run_pipeline
+    from tx8lab.core.report import build_report, write_report
+    from tx8lab.core.text import print_module
+    from tx8lab.hw import get_preset
+
+    hw_overrides = _pairs(args.hw_set, "--hw-set", "tile.spm_bytes=2Mi")
+    hw = get_preset(args.hw)
+    if hw_overrides:
+        hw = hw.with_overrides(hw_overrides)
+    names = [n.strip() for n in args.passes.split(",") if n.strip()] if args.passes else None
+    knobs = parse_knob_settings(args.set or [])
+    pipeline = build_pipeline(names, knobs)
+    module, model, model_args = _load(args)
+    steps_iter = run_pipeline(module, pipeline, hw, until=args.until, verify=not args.no_verify)
+    dump = args.print_ir_after_all
+    table = sys.stderr if dump else out
+    if dump:
+        out.write(
+            f"// tx8lab run {model}: the IR after each pass, one module per split "
+            "chunk (mlir-opt --split-input-file)\n"
+        )
+    steps = []
+    for step in steps_iter:
+        steps.append(step)
+        if dump:
+            out.write(f"// -----// IR Dump After {step.name} (step {step.index}) //----- //\n")
+            out.write(print_module(step.after, elide_bytes=DUMP_ELIDE_BYTES))
+            out.write("\n")
+            out.flush()
+    table.write(f"{model}: {module.num_ops} ops, hw {hw.name}\n")
+    table.write(
+        f"  {'#':>2}  {'pass':<24}{'wall ms':>9}  {'changed':<8}{'ops':>7}{'decisions':>11}\n"
+    )
+    for step in steps:
+        table.write(
+            f"  {step.index:>2}  {step.name:<24}{step.elapsed_s * 1e3:>9.2f}  "
+            f"{'yes' if step.changed else 'no':<8}{step.num_ops_after:>7}"
+            f"{len(step.decisions):>11}\n"
+        )
+    if args.json:
+        report = build_report(
+            module,
+            steps,
+            hw,
+            model=model,
+            model_args=model_args,
+            knobs=knobs,
+            hw_overrides=hw_overrides,
+            until=args.until,
+        )
+        write_report(args.json, report)
+        table.write(f"report written to {args.json}\n")
+    return 0
+
+
+def _cmd_lab(args: argparse.Namespace, out: TextIO) -> int:
+    del out
+    notebook = Path(__file__).resolve().parent.parent / TOUR
+    if not notebook.is_file():
+        raise Tx8labError(
+            f"{TOUR} not found next to the tx8lab package ({notebook}): "
+            "`tx8lab lab` runs from a source checkout of tx8lab"
+        )
+    exe = shutil.which("jupyter-lab") or shutil.which(
+        "jupyter-lab", path=str(Path(sys.executable).parent)
+    )
+    if exe is None:
+        raise Tx8labError(
+            "JupyterLab is not installed: pip install 'tx8lab[widgets]' (or pip install jupyterlab)"
+        )
+    command = [exe, str(notebook), *(["--no-browser"] if args.no_browser else [])]
+    return subprocess.call(command)
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for documentation tools)."""
+    from tx8lab.hw import DEFAULT_PRESET, PRESETS
+
+    parser = _Parser(prog=PROG, description="Explain and model the TX8 NPU backend compiler.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    models = sub.add_parser("models", help="list the model zoo with parameters")
+    models.set_defaults(func=_cmd_models)
+
+    from tx8lab.core.passes import DEFAULT_PIPELINE, describe_passes
+
+    epilog = "passes and their knobs (--set PASS.KNOB=VALUE):\n" + "\n".join(
+        f"  {line}" for line in describe_passes()
+    )
+    epilog += f"\ndefault pipeline: {', '.join(DEFAULT_PIPELINE)}"
+    run = sub.add_parser(
+        "run",
+        help="run the pass pipeline on a model",
+        description="Run the pass pipeline on a zoo model or a model file.",
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run.add_argument(
+        "model",
+        metavar="MODEL|FILE.onnx",
+        help="zoo model name (see `tx8lab models`), a .onnx or a .mlir file",
+    )
+    run.add_argument(
+        "--model-arg",
+        action="append",
+        metavar="NAME=VALUE",
+        help="zoo model parameter, e.g. layers=2 (repeatable)",
+    )
+    run.add_argument(
+        "--input-shape",
+        action="append",
+        metavar="NAME=1x3x224x224",
+        help="fix an ONNX input's dynamic shape (repeatable)",
+    )
+    run.add_argument(
+        "--set",
+        action="append",
+        metavar="PASS.KNOB=VALUE",
+        help="set a pass knob, e.g. fold-constants.max_bytes=64Ki (repeatable)",
+    )
+    run.add_argument(
+        "--passes",
+        metavar="P1,P2,...",
+        help="comma-separated pass names instead of the default pipeline",
+    )
+    run.add_argument("--until", metavar="PASS", help="stop after this pass")
+    run.add_argument(
+        "--print-ir-after-all",
+        action="store_true",
+        help="print the IR after each pass to stdout (MLIR generic syntax)",
+    )
+    run.add_argument("--json", metavar="OUT.json", help="write the JSON report")
+    run.add_argument(
+        "--hw",
+        default=DEFAULT_PRESET,
+        metavar="PRESET",
+        help=f"hardware preset ({', '.join(sorted(PRESETS))}; default {DEFAULT_PRESET})",
+    )
+    run.add_argument(
+        "--hw-set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a hardware field, e.g. tile.spm_bytes=2Mi (repeatable)",
+    )
+    run.add_argument("--no-verify", action="store_true", help="skip the verifier after each pass")
+    run.set_defaults(func=_cmd_run)
+
+    lab = sub.add_parser("lab", help=f"open JupyterLab on {TOUR.as_posix()}")
+    lab.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    lab.set_defaults(func=_cmd_lab)
+    return parser
+
+
+def _one_line(message: str) -> str:
+    lines = [line.strip() for line in str(message).splitlines() if line.strip()]
+    if not lines:
+        return "unknown error"
+    return lines[0] + (" " + "; ".join(lines[1:]) if len(lines) > 1 else "")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``tx8lab`` command; returns the exit code (0 ok, 2 user error)."""
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        code: int = args.func(args, sys.stdout)
+        return code
+    except _UsageError as err:
+        message = str(err)
+    except Tx8labError as err:
+        message = _one_line(str(err))
+    except BrokenPipeError:
+        return 0
+    except OSError as err:
+        where = f"{err.filename}: " if err.filename else ""
+        message = f"{where}{err.strerror or err}"
+    except SystemExit as err:  # --help
+        return err.code if isinstance(err.code, int) else 0
+    except KeyboardInterrupt:
+        return 130
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return 2
+
+
+__all__ = ["build_parser", "main"]

@@ -1,0 +1,74 @@
+"""The pass registry: ``PASSES`` (name -> pass class) and ``DEFAULT_PIPELINE``.
+
+Spec: DESIGN.md §5 and STYLE.md ("Registry"). Passes do not register themselves when
+imported; each is imported here and listed once. ``DEFAULT_PIPELINE`` names the passes
+that exist so far, in the order the seed's pipeline would run them (constant folding and
+DCE clean the graph before layout-init); later passes join it as they land.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from tx8lab.core.passes.dce import DCE
+from tx8lab.core.passes.fold_constants import FoldConstants
+from tx8lab.core.pipeline import Pass, resolve_passes
+from tx8lab.errors import Tx8labError
+
+#: Pass name -> pass class (the only registry).
+PASSES: dict[str, type[Pass]] = {p.name: p for p in (FoldConstants, DCE)}
+
+#: Passes ``tx8lab run`` runs when no pipeline is named, in order.
+DEFAULT_PIPELINE: list[str] = ["fold-constants", "dce"]
+
+
+def get_pass(name: str) -> type[Pass]:
+    """The pass class called ``name``, or an error listing the known passes."""
+    cls = PASSES.get(name)
+    if cls is None:
+        raise Tx8labError(f"unknown pass {name!r}; known passes: {', '.join(PASSES)}")
+    return cls
+
+
+def build_pipeline(
+    names: Sequence[str] | None = None,
+    overrides: Mapping[str, Any] | Iterable[str] | None = None,
+) -> list[Pass]:
+    """Pass instances for ``names`` (default: ``DEFAULT_PIPELINE``) with knobs overridden.
+
+    ``overrides`` maps ``"pass.knob"`` to a value (strings are parsed for the knob's type),
+    or is a list of ``"pass.knob=value"`` strings as ``--set`` gives them.
+
+    Examples:
+        >>> [p.name for p in build_pipeline()]
+        ['fold-constants', 'dce']
+        >>> build_pipeline(overrides={"fold-constants.max_bytes": "4Ki"})[0].max_bytes
+        4096
+        >>> build_pipeline(overrides=["dce.depth=1"])
+        Traceback (most recent call last):
+        ...
+        tx8lab.errors.Tx8labError: pass 'dce' has no knob 'depth'; its knobs: recurse_groups
+    """
+    chosen = list(DEFAULT_PIPELINE if names is None else names)
+    return resolve_passes([get_pass(n)() for n in chosen], overrides)
+
+
+def describe_passes() -> list[str]:
+    """One line per registered pass with its knobs, for ``--help`` texts."""
+    lines = []
+    for name, cls in PASSES.items():
+        knobs = "; ".join(k.describe() for k in cls.knobs()) or "no knobs"
+        lines.append(f"{name}: {cls.summary} [{knobs}]")
+    return lines
+
+
+__all__ = [
+    "DCE",
+    "DEFAULT_PIPELINE",
+    "PASSES",
+    "FoldConstants",
+    "build_pipeline",
+    "describe_passes",
+    "get_pass",
+]

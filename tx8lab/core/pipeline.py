@@ -1,0 +1,701 @@
+"""The pass contract and the pipeline runner: Pass, PassResult, Decision, Step, Explorer.
+
+Spec: DESIGN.md §5 (passes and the runner) and STYLE.md ("How to write a pass"). A pass
+is a frozen dataclass whose fields are its knobs; ``run(module, hw)`` returns a new module
+plus the evidence for it (:class:`Decision` per choice, a ``stats`` dict). The runner
+yields one :class:`Step` per pass and verifies the module after each one.
+
+Readings chosen:
+
+- Knobs are the dataclass fields. Each field's ``metadata`` (written with :func:`knob`)
+  holds its help text, choices and bounds, so a widget builds a slider and the command
+  line (``--set pass.knob=value``) parses a value from :meth:`Knob.parse` alone. A
+  ``Literal[...]`` annotation gives the choices.
+- ``Pass.apply(module, hw, **knobs)`` is the one-call form ``run`` with knobs changed; the
+  knobs themselves stay on the (frozen) pass instance so that the instance is the cache key.
+- :class:`Explorer` caches a pass's result on (input module *identity*, the pass with its
+  knobs, hw). A knob change at pass k gives pass k a new key; when its output is a new
+  module object every later pass misses the cache too and re-runs, while passes before k
+  hit it. A pass that changed nothing returns its input object, so the passes after it
+  hit the cache. Setting the knob back hits the old entries again.
+- A pass that changes nothing returns its input module itself; ``Step.changed`` checks
+  identity first, then op identity, and only then compares printed text.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import time
+import typing
+from abc import ABC, abstractmethod
+from collections import Counter, OrderedDict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, ClassVar, Literal, Self
+
+from tx8lab.core.ir import Module
+from tx8lab.core.verify import verify_problems
+from tx8lab.errors import Tx8labError
+from tx8lab.hw.config import ChipConfig, parse_number
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
+# --------------------------------------------------------------------------- knobs
+
+
+def knob(
+    default: Any,
+    help: str,
+    *,
+    choices: Sequence[Any] = (),
+    min: float | None = None,
+    max: float | None = None,
+) -> Any:
+    """A pass field that is a knob: its default, help text, and optional choices/bounds.
+
+    Examples:
+        >>> from dataclasses import dataclass
+        >>> @dataclass(frozen=True)
+        ... class Demo(Pass):
+        ...     name: ClassVar[str] = "demo"
+        ...     depth: int = knob(2, "how deep", min=0)
+        ...     def run(self, module, hw): return PassResult(module)
+        >>> [(k.name, k.type.__name__, k.default) for k in Demo.knobs()]
+        [('depth', 'int', 2)]
+    """
+    return field(
+        default=default,
+        metadata={"help": help, "choices": tuple(choices), "min": min, "max": max},
+    )
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One knob of a pass, as widgets and the command line see it."""
+
+    name: str
+    """Field name (``max_bytes``); the command line writes ``<pass>.<name>``."""
+    type: type
+    """``int``, ``float``, ``bool``, ``str`` or an ``enum.Enum`` subclass."""
+    default: Any
+    """Value when not set."""
+    help: str = ""
+    """One line for ``--help`` text and widget tooltips."""
+    choices: tuple[Any, ...] = ()
+    """Allowed values (empty: any value of ``type``)."""
+    min: float | None = None
+    """Smallest allowed number, if bounded."""
+    max: float | None = None
+    """Largest allowed number, if bounded."""
+
+    def describe(self) -> str:
+        """``max_bytes: int = 1048576 (largest folded result)``."""
+        kind = self.type.__name__
+        extra = f" one of {', '.join(_show(c) for c in self.choices)}" if self.choices else ""
+        return f"{self.name}: {kind} = {_show(self.default)}{extra} ({self.help})"
+
+    def parse(self, text: str, where: str = "") -> Any:
+        """The value that ``text`` (a command-line string) names, checked.
+
+        Examples:
+            >>> Knob("n", int, 1).parse("64Ki")
+            65536
+            >>> Knob("on", bool, True).parse("off")
+            False
+        """
+        label = where or self.name
+        raw = text.strip()
+        value: Any
+        try:
+            if self.type is bool:
+                low = raw.lower()
+                if low not in _TRUE | _FALSE:
+                    raise ValueError
+                value = low in _TRUE
+            elif self.type is int:
+                number = parse_number(raw)
+                if not isinstance(number, int):
+                    raise ValueError
+                value = number
+            elif self.type is float:
+                value = float(parse_number(raw))
+            elif isinstance(self.type, type) and issubclass(self.type, enum.Enum):
+                value = _enum_member(self.type, raw)
+            else:
+                value = raw
+        except (ValueError, Tx8labError):
+            want = self.type.__name__
+            hint = " (true/false)" if self.type is bool else ""
+            raise Tx8labError(f"knob {label}: {text!r} is not a valid {want}{hint}") from None
+        return self.check(value, where)
+
+    def check(self, value: Any, where: str = "") -> Any:
+        """``value`` if it has the knob's type and range (ints pass as floats), else an error."""
+        label = where or self.name
+        if isinstance(value, str) and self.type is not str:
+            return self.parse(value, where)
+        ok = isinstance(value, self.type)
+        if self.type is float and isinstance(value, int) and not isinstance(value, bool):
+            value, ok = float(value), True
+        if self.type is int and isinstance(value, bool):
+            ok = False
+        if not ok:
+            raise Tx8labError(
+                f"knob {label} must be {self.type.__name__}, got {value!r} ({type(value).__name__})"
+            )
+        if self.choices and value not in self.choices:
+            valid = ", ".join(_show(c) for c in self.choices)
+            raise Tx8labError(f"knob {label} must be one of {valid}, got {_show(value)}")
+        if self.min is not None and value < self.min:
+            raise Tx8labError(f"knob {label} must be >= {self.min}, got {value}")
+        if self.max is not None and value > self.max:
+            raise Tx8labError(f"knob {label} must be <= {self.max}, got {value}")
+        return value
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, enum.Enum):
+        return str(value.value)
+    return str(value)
+
+
+def _enum_member(cls: type[enum.Enum], text: str) -> enum.Enum:
+    for member in cls:
+        if text in (member.name, str(member.value)):
+            return member
+    raise ValueError(text)
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One choice a pass made, and why: ``Decision(7, "removed", "result has no users")``.
+
+    Views answer "why is this op yellow / gone / in this group" from these, without
+    re-running the pass.
+    """
+
+    op_id: int | None
+    """The op the choice is about (its stable id); None for a module-wide choice."""
+    choice: str
+    """What was decided: ``removed``, ``folded``, ``kept``, ``ALIGN`` ..."""
+    reason: str
+    """Why, in one line that names the ops involved (``%3``)."""
+    pass_name: str = ""
+    """The pass that decided (set by :meth:`Pass.decide`)."""
+    related_ids: tuple[int, ...] = ()
+    """Other ops involved: the Constant that replaced a folded op, a group's members."""
+    data: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    """Extra facts for views (bytes, cycles ...), JSON-friendly values."""
+
+    @property
+    def op_ids(self) -> tuple[int, ...]:
+        """``op_id`` then ``related_ids``."""
+        head = () if self.op_id is None else (self.op_id,)
+        return (*head, *self.related_ids)
+
+    def to_json(self) -> dict[str, Any]:
+        """A plain dict for reports and widgets."""
+        return {
+            "pass": self.pass_name,
+            "op_id": self.op_id,
+            "choice": self.choice,
+            "reason": self.reason,
+            "related_ids": list(self.related_ids),
+            "data": dict(self.data),
+        }
+
+
+@dataclass(frozen=True)
+class PassResult:
+    """What a pass returns: the new module plus the evidence for it."""
+
+    module: Module
+    """The output module; the input itself when the pass changed nothing."""
+    decisions: tuple[Decision, ...] = ()
+    """Every choice made, in the order made."""
+    stats: Mapping[str, int | float | str] = field(default_factory=dict)
+    """Counters for tables and the JSON report (``removed``: 3)."""
+    artifacts: Mapping[str, Any] = field(default_factory=dict)
+    """Larger results that are not IR (schedules, allocations) for views and the report."""
+
+
+# --------------------------------------------------------------------------- passes
+
+
+@dataclass(frozen=True)
+class Pass(ABC):
+    """Base of every pass: a frozen dataclass whose fields are its knobs.
+
+    Subclasses set ``name`` (kebab case, the seed's pass name), declare knobs with
+    :func:`knob`, and implement :meth:`run`. ``run`` must never mutate its input.
+    """
+
+    name: ClassVar[str] = ""
+    """Pass name in kebab case, as the command line and the registry spell it."""
+    summary: ClassVar[str] = ""
+    """One line for listings."""
+
+    def __post_init__(self) -> None:
+        for spec in self.knobs():
+            value = getattr(self, spec.name)
+            checked = spec.check(value, f"{self.name}.{spec.name}")
+            if checked is not value:
+                object.__setattr__(self, spec.name, checked)
+
+    @abstractmethod
+    def run(self, module: Module, hw: ChipConfig) -> PassResult:
+        """Transform ``module`` (never mutated) for ``hw``."""
+
+    def check(self, module: Module) -> list[str]:
+        """Post-conditions on this pass's output, as verifier problems (none by default)."""
+        del module
+        return []
+
+    # -- knobs
+    @classmethod
+    def knobs(cls) -> tuple[Knob, ...]:
+        """The knobs, in field order."""
+        hints = typing.get_type_hints(cls)
+        out = []
+        for f in dataclasses.fields(cls):
+            kind: Any = hints.get(f.name, type(f.default))
+            choices = tuple(f.metadata.get("choices", ()))
+            if typing.get_origin(kind) is Literal:
+                choices = choices or typing.get_args(kind)
+                kind = type(choices[0])
+            out.append(
+                Knob(
+                    f.name,
+                    kind,
+                    f.default,
+                    f.metadata.get("help", ""),
+                    choices,
+                    f.metadata.get("min"),
+                    f.metadata.get("max"),
+                )
+            )
+        return tuple(out)
+
+    @classmethod
+    def knob(cls, name: str) -> Knob:
+        """The knob called ``name``, or an error listing the valid ones."""
+        for spec in cls.knobs():
+            if spec.name == name:
+                return spec
+        valid = ", ".join(k.name for k in cls.knobs()) or "none"
+        raise Tx8labError(f"pass {cls.name!r} has no knob {name!r}; its knobs: {valid}")
+
+    def knob_values(self) -> dict[str, Any]:
+        """Current value of every knob."""
+        return {spec.name: getattr(self, spec.name) for spec in self.knobs()}
+
+    def with_knobs(self, **values: Any) -> Self:
+        """A copy with knobs changed (strings are parsed for the knob's type)."""
+        checked = {k: self.knob(k).check(v, f"{self.name}.{k}") for k, v in values.items()}
+        return dataclasses.replace(self, **checked)
+
+    def apply(self, module: Module, hw: ChipConfig, **knobs: Any) -> PassResult:
+        """``run`` with some knobs changed: ``DCE().apply(m, hw, recurse_groups=False)``."""
+        return (self.with_knobs(**knobs) if knobs else self).run(module, hw)
+
+    # -- helpers for subclasses
+    def decide(
+        self,
+        op_id: int | None,
+        choice: str,
+        reason: str,
+        *,
+        related: Iterable[int] = (),
+        **data: Any,
+    ) -> Decision:
+        """A :class:`Decision` made by this pass."""
+        return Decision(op_id, choice, reason, self.name, tuple(related), data)
+
+
+# --------------------------------------------------------------------------- steps
+
+
+@dataclass(frozen=True)
+class Step:
+    """One executed pass: its index, the pass with its knobs, input, result and wall time."""
+
+    index: int
+    """Position in the pipeline (0-based)."""
+    pass_: Pass
+    """The pass instance that ran (its fields are the knobs used)."""
+    before: Module
+    """Input module."""
+    result: PassResult
+    """What the pass returned."""
+    elapsed_s: float
+    """Wall time of the pass (without verification), seconds; for a cached step, the
+    time of the run that filled the cache."""
+    cached: bool = False
+    """True when an :class:`Explorer` took the result from its cache."""
+
+    @property
+    def name(self) -> str:
+        """The pass name."""
+        return self.pass_.name
+
+    @property
+    def knobs(self) -> dict[str, Any]:
+        """Knob values the pass ran with."""
+        return self.pass_.knob_values()
+
+    @property
+    def after(self) -> Module:
+        """Output module."""
+        return self.result.module
+
+    @property
+    def decisions(self) -> tuple[Decision, ...]:
+        """The pass's decisions."""
+        return self.result.decisions
+
+    @property
+    def stats(self) -> Mapping[str, int | float | str]:
+        """The pass's counters."""
+        return self.result.stats
+
+    @cached_property
+    def changed(self) -> bool:
+        """Whether the output differs from the input (Compiler Explorer hides other steps)."""
+        return not same_module(self.before, self.after)
+
+    @property
+    def num_ops_before(self) -> int:
+        """Ops in the input (nested ones included, terminators not)."""
+        return self.before.num_ops
+
+    @property
+    def num_ops_after(self) -> int:
+        """Ops in the output."""
+        return self.after.num_ops
+
+
+def same_module(a: Module, b: Module) -> bool:
+    """Whether two modules print the same; cheap when a pass shared its unchanged ops."""
+    if a is b:
+        return True
+    if (
+        dict(a.attrs) == dict(b.attrs)
+        and len(a.functions) == len(b.functions)
+        and all(
+            fa.name == fb.name and fa.args == fb.args and fa.ops == fb.ops
+            for fa, fb in zip(a.functions, b.functions, strict=True)
+        )
+    ):
+        return True
+    from tx8lab.core.text import print_module
+
+    return print_module(a) == print_module(b)
+
+
+# --------------------------------------------------------------------------- running
+
+
+def resolve_passes(
+    passes: Iterable[Pass | str], knobs: Mapping[str, Any] | Iterable[str] | None = None
+) -> list[Pass]:
+    """Pass instances for names or instances, with ``pass.knob`` overrides applied.
+
+    ``knobs`` maps ``"pass.knob"`` to a value (strings are parsed), or is a list of
+    ``"pass.knob=value"`` strings as the command line gives them. A knob set for a pass
+    name applies to every instance of that pass in the pipeline.
+    """
+    out: list[Pass] = []
+    for item in passes:
+        if isinstance(item, Pass):
+            out.append(item)
+        elif isinstance(item, str):
+            from tx8lab.core.passes import get_pass
+
+            out.append(get_pass(item)())
+        else:
+            raise Tx8labError(f"pipeline entry {item!r} is neither a Pass nor a pass name")
+    for key, value in parse_knob_settings(knobs).items():
+        pass_name, knob_name = split_knob_key(key)
+        hits = [i for i, p in enumerate(out) if p.name == pass_name]
+        if not hits:
+            in_pipeline = ", ".join(p.name for p in out) or "none"
+            from tx8lab.core.passes import PASSES
+
+            if pass_name not in PASSES:
+                known = ", ".join(PASSES)
+                raise Tx8labError(f"knob {key}: unknown pass {pass_name!r}; known passes: {known}")
+            raise Tx8labError(
+                f"knob {key}: pass {pass_name!r} is not in the pipeline ({in_pipeline})"
+            )
+        for i in hits:
+            out[i] = out[i].with_knobs(**{knob_name: value})
+    return out
+
+
+def split_knob_key(key: str) -> tuple[str, str]:
+    """``"fold-constants.max_bytes"`` -> ``("fold-constants", "max_bytes")``."""
+    pass_name, dot, knob_name = key.strip().rpartition(".")
+    if not dot or not pass_name or not knob_name:
+        raise Tx8labError(
+            f"knob {key!r} is not <pass>.<knob>: write e.g. fold-constants.max_bytes=4096"
+        )
+    return pass_name, knob_name
+
+
+def parse_knob_settings(knobs: Mapping[str, Any] | Iterable[str] | None) -> dict[str, Any]:
+    """``{"pass.knob": value}`` from a mapping or from ``"pass.knob=value"`` strings."""
+    if knobs is None:
+        return {}
+    if isinstance(knobs, Mapping):
+        return dict(knobs)
+    out: dict[str, Any] = {}
+    for text in knobs:
+        key, eq, value = str(text).partition("=")
+        if not eq or not key.strip():
+            raise Tx8labError(
+                f"knob setting {text!r} is not pass.knob=value: write e.g. "
+                "fold-constants.max_bytes=4096"
+            )
+        out[key.strip()] = value.strip()
+    return out
+
+
+def execute(
+    p: Pass, module: Module, hw: ChipConfig, *, verify: bool = True, index: int = 0
+) -> tuple[PassResult, float]:
+    """Run one pass and (by default) verify its output; returns (result, wall seconds).
+
+    Raises:
+        Tx8labError: the pass rejected its input, or its output does not verify; the
+            message names the pass and the op.
+    """
+    start = time.perf_counter()
+    try:
+        result = p.run(module, hw)
+    except Tx8labError as err:
+        raise Tx8labError(f"pass {p.name} (step {index}): {err}") from err
+    elapsed = time.perf_counter() - start
+    if not isinstance(result, PassResult):
+        raise Tx8labError(f"pass {p.name} returned {type(result).__name__}, not a PassResult")
+    if verify:
+        problems = verify_problems(result.module) + list(p.check(result.module))
+        if problems:
+            more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
+            raise Tx8labError(
+                f"pass {p.name} (step {index}) produced a module that does not verify: "
+                f"{problems[0]}{more}"
+            )
+    return result, elapsed
+
+
+def _until_index(passes: Sequence[Pass], until: str | None) -> int:
+    if until is None:
+        return len(passes)
+    for i, p in enumerate(passes):
+        if p.name == until:
+            return i + 1
+    names = ", ".join(p.name for p in passes) or "none"
+    raise Tx8labError(f"--until {until}: no such pass in the pipeline ({names})")
+
+
+def run_pipeline(
+    module: Module,
+    passes: Iterable[Pass | str],
+    hw: ChipConfig,
+    knobs: Mapping[str, Any] | Iterable[str] | None = None,
+    until: str | None = None,
+    verify: bool = True,
+) -> Iterator[Step]:
+    """Run passes in order, yielding one :class:`Step` each; stop after pass ``until``.
+
+    Pass names, knob settings and ``until`` are checked before the first pass runs; the
+    passes run lazily as the iterator is advanced (``next(steps)`` runs one pass).
+    """
+    pipeline = resolve_passes(passes, knobs)
+    stop = _until_index(pipeline, until)
+
+    def steps() -> Iterator[Step]:
+        current = module
+        for index, p in enumerate(pipeline[:stop]):
+            result, elapsed = execute(p, current, hw, verify=verify, index=index)
+            yield Step(index, p, current, result, elapsed)
+            current = result.module
+
+    return steps()
+
+
+# --------------------------------------------------------------------------- exploring
+
+
+class Explorer:
+    """A pipeline that re-runs only what a change invalidates, for notebooks and widgets.
+
+    Examples:
+        >>> from tx8lab.core.ir import Builder
+        >>> from tx8lab.hw import TX81
+        >>> b = Builder(); x = b.input((2,)); _ = b.op("Neg", x); b.output(b.op("Relu", x))
+        >>> ex = Explorer(b.finish(), ["fold-constants", "dce"], TX81)
+        >>> [s.name for s in ex.steps], ex.final.num_ops
+        (['fold-constants', 'dce'], 1)
+        >>> ex.set_knob("fold-constants.max_bytes", "4Ki"); _ = ex.steps
+        >>> dict(ex.run_count)  # fold changed nothing, so dce's input is the same object
+        {'fold-constants': 2, 'dce': 1}
+    """
+
+    def __init__(
+        self,
+        module: Module,
+        pipeline: Iterable[Pass | str] | None = None,
+        hw: ChipConfig | None = None,
+        *,
+        verify: bool = True,
+        until: str | None = None,
+        cache_size: int = 512,
+    ) -> None:
+        if pipeline is None:
+            from tx8lab.core.passes import DEFAULT_PIPELINE
+
+            pipeline = DEFAULT_PIPELINE
+        if hw is None:
+            raise Tx8labError("Explorer needs hw: pass e.g. tx8lab.hw.get_preset('tx81')")
+        self._module = module
+        self._passes = resolve_passes(pipeline)
+        self._hw = hw
+        self._verify = verify
+        self._until = until
+        _until_index(self._passes, until)
+        self._cache: OrderedDict[tuple[Any, ...], tuple[PassResult, float]] = OrderedDict()
+        self._cache_size = cache_size
+        self._steps: list[Step] | None = None
+        self.run_count: Counter[str] = Counter()
+        """Times each pass (by name) really ran, cache hits not counted."""
+
+    # -- inputs
+    @property
+    def module(self) -> Module:
+        """The input module."""
+        return self._module
+
+    @module.setter
+    def module(self, module: Module) -> None:
+        self._module = module
+        self._steps = None
+
+    @property
+    def hw(self) -> ChipConfig:
+        """The chip every pass runs for."""
+        return self._hw
+
+    @hw.setter
+    def hw(self, hw: ChipConfig) -> None:
+        self._hw = hw
+        self._steps = None
+
+    @property
+    def passes(self) -> tuple[Pass, ...]:
+        """The pipeline with its current knobs."""
+        return tuple(self._passes)
+
+    @property
+    def until(self) -> str | None:
+        """Name of the last pass to run (None: all)."""
+        return self._until
+
+    @until.setter
+    def until(self, name: str | None) -> None:
+        _until_index(self._passes, name)
+        self._until = name
+        self._steps = None
+
+    def set_knob(self, key: str, value: Any) -> None:
+        """Set ``"pass.knob"`` (a string is parsed); later passes re-run on next access."""
+        self._passes = resolve_passes(self._passes, {key: value})
+        self._steps = None
+
+    def knobs(self) -> dict[str, Any]:
+        """Every knob as ``{"pass.knob": value}``."""
+        return {f"{p.name}.{k}": v for p in self._passes for k, v in p.knob_values().items()}
+
+    # -- results
+    @property
+    def steps(self) -> list[Step]:
+        """One step per executed pass, re-running only passes whose input or knobs changed."""
+        if self._steps is None:
+            self._steps = self._run()
+        return self._steps
+
+    @property
+    def final(self) -> Module:
+        """The output of the last executed pass (the input when no pass runs)."""
+        steps = self.steps
+        return steps[-1].after if steps else self._module
+
+    def step(self, name: str) -> Step:
+        """The first executed step of pass ``name``."""
+        for s in self.steps:
+            if s.name == name:
+                return s
+        names = ", ".join(s.name for s in self.steps) or "none"
+        raise Tx8labError(f"no executed step named {name!r} (executed: {names})")
+
+    def clear_cache(self) -> None:
+        """Forget every cached result."""
+        self._cache.clear()
+        self._steps = None
+
+    def _run(self) -> list[Step]:
+        steps: list[Step] = []
+        current = self._module
+        hw_key: Any = _hashable(self._hw)
+        for index, p in enumerate(self._passes[: _until_index(self._passes, self._until)]):
+            key = (current, p, hw_key)
+            hit = self._cache.get(key)
+            if hit is not None:
+                self._cache.move_to_end(key)
+                result, elapsed = hit
+                cached = True
+            else:
+                result, elapsed = execute(p, current, self._hw, verify=self._verify, index=index)
+                self.run_count[p.name] += 1
+                self._cache[key] = (result, elapsed)
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+                cached = False
+            steps.append(Step(index, p, current, result, elapsed, cached))
+            current = result.module
+        return steps
+
+
+def _hashable(value: Any) -> Any:
+    """``value`` itself when hashable, else an identity token."""
+    try:
+        hash(value)
+    except TypeError:
+        return (id(value), value.__class__)
+    return value
+
+
+__all__ = [
+    "Decision",
+    "Explorer",
+    "Knob",
+    "Pass",
+    "PassResult",
+    "Step",
+    "execute",
+    "knob",
+    "parse_knob_settings",
+    "resolve_passes",
+    "run_pipeline",
+    "same_module",
+    "split_knob_key",
+]

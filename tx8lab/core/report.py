@@ -1,0 +1,142 @@
+"""The JSON report of one pipeline run (``tx8lab run --json OUT.json``).
+
+Spec: DESIGN.md §7: at least ``model``, ``num_ops``, ``passes`` (name, wall_s, changed,
+num_ops_after), ``layout.channel_norms``, ``groups``, ``total_cycles``, ``hw`` (preset name
+and values).
+
+Readings chosen:
+
+- A section whose pass has not run is **absent**, never faked: ``layout`` appears only
+  when a ``layout-align-npu`` step ran (it counts that step's ChannelNorms); ``groups`` and
+  ``total_cycles`` only when a ``group-cost`` step ran, taken from that step's
+  ``artifacts["groups"]`` and ``stats["total_cycles"]`` (the contract for that pass).
+- ``num_ops`` counts the input module's ops (nested ones included, terminators not);
+  ``num_ops_final`` the output's. Each pass entry adds its index, knobs, ops before,
+  decision count, stats and whether the result came from a cache.
+- Values that JSON lacks (tuples, enums, numpy scalars, dataclasses) are converted by
+  :func:`to_jsonable`; anything else becomes its ``str``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import math
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tx8lab.core.ir import Module
+from tx8lab.core.pipeline import Step
+from tx8lab.hw.config import ChipConfig
+
+#: Version of the report layout; bump when a key changes meaning.
+REPORT_VERSION = 1
+
+
+def to_jsonable(value: Any) -> Any:
+    """``value`` as plain JSON types (dicts, lists, str, int, float, bool, None).
+
+    Examples:
+        >>> to_jsonable({"a": (1, 2), "b": np.int64(3), "c": float("inf")})
+        {'a': [1, 2], 'b': 3, 'c': 'inf'}
+    """
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, np.generic):
+        return to_jsonable(value.item())
+    if isinstance(value, enum.Enum):
+        return to_jsonable(value.value)
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, np.ndarray):
+        return f"<array {value.shape} {value.dtype}>"
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [to_jsonable(v) for v in value]
+    return str(value)
+
+
+def step_to_json(step: Step) -> dict[str, Any]:
+    """One ``passes`` entry."""
+    return {
+        "index": step.index,
+        "name": step.name,
+        "knobs": to_jsonable(step.knobs),
+        "wall_s": step.elapsed_s,
+        "changed": step.changed,
+        "num_ops_before": step.num_ops_before,
+        "num_ops_after": step.num_ops_after,
+        "num_decisions": len(step.decisions),
+        "stats": to_jsonable(step.stats),
+        "cached": step.cached,
+    }
+
+
+def hw_to_json(hw: ChipConfig) -> dict[str, Any]:
+    """``{"preset": name, "values": {...}}``."""
+    return {"preset": hw.name, "values": to_jsonable(hw.to_dict())}
+
+
+def build_report(
+    module: Module,
+    steps: Iterable[Step],
+    hw: ChipConfig,
+    *,
+    model: str | None = None,
+    model_args: Mapping[str, Any] | None = None,
+    knobs: Mapping[str, Any] | None = None,
+    hw_overrides: Mapping[str, Any] | None = None,
+    until: str | None = None,
+) -> dict[str, Any]:
+    """The report for a run of ``steps`` on ``module`` (the pipeline's input)."""
+    steps = list(steps)
+    final = steps[-1].after if steps else module
+    name = model or str(module.attrs.get("tx8.model", "module"))
+    report: dict[str, Any] = {
+        "report_version": REPORT_VERSION,
+        "model": name,
+        "model_args": to_jsonable(dict(model_args or {})),
+        "num_ops": module.num_ops,
+        "num_ops_final": final.num_ops,
+        "pipeline": [s.name for s in steps],
+        "knobs": to_jsonable(dict(knobs or {})),
+        "until": until,
+        "wall_s": sum(s.elapsed_s for s in steps),
+        "passes": [step_to_json(s) for s in steps],
+        "hw": hw_to_json(hw) | {"overrides": to_jsonable(dict(hw_overrides or {}))},
+    }
+    by_name = {s.name: s for s in steps}
+    layout = by_name.get("layout-align-npu")
+    if layout is not None:
+        report["layout"] = {
+            "channel_norms": sum(1 for op in layout.after.walk() if op.kind == "tx8be.ChannelNorm"),
+        }
+    cost = by_name.get("group-cost")
+    if cost is not None:
+        if "groups" in cost.result.artifacts:
+            report["groups"] = to_jsonable(cost.result.artifacts["groups"])
+        if "total_cycles" in cost.stats:
+            report["total_cycles"] = cost.stats["total_cycles"]
+    return report
+
+
+def write_report(path: str | Path, report: Mapping[str, Any]) -> None:
+    """Write ``report`` as indented JSON (keys in insertion order)."""
+    Path(path).write_text(json.dumps(to_jsonable(report), indent=2) + "\n", encoding="utf-8")
+
+
+__all__ = [
+    "REPORT_VERSION",
+    "build_report",
+    "hw_to_json",
+    "step_to_json",
+    "to_jsonable",
+    "write_report",
+]
