@@ -12,8 +12,9 @@ from hypothesis import HealthCheck, settings
 settings.register_profile(
     "default", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
-settings.register_profile("ci", max_examples=40, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "ci", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 settings.load_profile("ci" if os.environ.get("CI") else "default")
 
 REPO = Path(__file__).resolve().parent.parent
@@ -36,6 +37,8 @@ def mlir_opt() -> str:
     """Path of mlir-opt; the test is skipped with a printed reason when it is missing."""
     path = _find_mlir_opt()
     if path is None:
-        pytest.skip("mlir-opt not installed (make test installs Debian's mlir-22-tools when "
-                    "it can; set TX8LAB_MLIR_OPT to use another build)")
+        pytest.skip(
+            "mlir-opt not installed (make test installs Debian's mlir-22-tools when "
+            "it can; set TX8LAB_MLIR_OPT to use another build)"
+        )
     return path

@@ -67,12 +67,20 @@ class _Gen:
 def _constant(draw: Any, gen: _Gen, ttype: TensorType) -> Value:
     if draw(st.booleans()):
         seed = draw(st.integers(0, 1000))
-        op = gen.add("Constant", [], value=RandomInit(seed, "normal", 1.0, 0.0),
-                     shape=ttype.shape, dtype=ttype.dtype)
+        op = gen.add(
+            "Constant",
+            [],
+            value=RandomInit(seed, "normal", 1.0, 0.0),
+            shape=ttype.shape,
+            dtype=ttype.dtype,
+        )
     else:
         rng = np.random.default_rng(draw(st.integers(0, 1000)))
-        data = rng.integers(-4, 5, ttype.shape) if ttype.dtype == "i32" else (
-            rng.standard_normal(ttype.shape))
+        data = (
+            rng.integers(-4, 5, ttype.shape)
+            if ttype.dtype == "i32"
+            else (rng.standard_normal(ttype.shape))
+        )
         from tx8lab.core.dtypes import round_to
 
         op = gen.add("Constant", [], value=round_to(data, ttype.dtype), dtype=ttype.dtype)
@@ -83,9 +91,24 @@ def _step(draw: Any, gen: _Gen) -> None:
     x = draw(st.sampled_from(gen.values))
     t = x.type
     is_float = t.dtype in FLOATS
-    choice = draw(st.sampled_from(
-        ("unary", "binary", "binary_const", "reshape", "transpose", "concat", "split",
-         "slice", "convert", "reduce", "softmax", "matmul")))
+    choice = draw(
+        st.sampled_from(
+            (
+                "unary",
+                "binary",
+                "binary_const",
+                "reshape",
+                "transpose",
+                "concat",
+                "split",
+                "slice",
+                "convert",
+                "reduce",
+                "softmax",
+                "matmul",
+            )
+        )
+    )
     if t.rank == 0 and choice not in ("unary", "binary", "binary_const", "reshape", "convert"):
         choice = "unary"
     if choice == "unary":

@@ -8,6 +8,7 @@ print, parse and verify (linear scaling gives about 4). Prints figures, never fa
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -117,13 +118,14 @@ def main(argv: list[str] | None = None) -> int:
     print("-" * len(header))
     rows: dict[str, dict[str, Any]] = {}
     for name, kwargs, run in ZOO_CASES:
-        label = name + ("(" + ",".join(f"{k}={v}" for k, v in kwargs.items()) + ")" if kwargs else "")
-        row = measure(lambda name=name, kwargs=kwargs: zoo.build(name, **kwargs), run)
+        args_text = ",".join(f"{k}={v}" for k, v in kwargs.items())
+        label = f"{name}({args_text})" if kwargs else name
+        row = measure(functools.partial(zoo.build, name, **kwargs), run)
         rows[label] = row
         _print_row(label, row)
     sizes = (10_000,) if args.quick else (10_000, 40_000)
     for size in sizes:
-        row = measure(lambda size=size: synthetic_module(size), size == 10_000)
+        row = measure(functools.partial(synthetic_module, size), size == 10_000)
         rows[f"synthetic {size}"] = row
         _print_row(f"synthetic {size} ops", row)
     if not args.quick:

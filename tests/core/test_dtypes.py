@@ -39,8 +39,11 @@ def test_special_values_survive_rounding() -> None:
     x = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0], np.float32)
     for dtype in ("bf16", "tf32", "f16"):
         got = round_to(x, dtype)
-        assert np.isposinf(got[0]) and np.isneginf(got[1]) and np.isnan(got[2])
-        assert np.signbit(got[4]) and not np.signbit(got[3])
+        assert np.isposinf(got[0])
+        assert np.isneginf(got[1])
+        assert np.isnan(got[2])
+        assert np.signbit(got[4])
+        assert not np.signbit(got[3])
 
 
 def test_float_to_int_truncates_and_wraps() -> None:
@@ -60,8 +63,9 @@ def test_unknown_dtype_is_a_clear_error() -> None:
 @pytest.mark.parametrize("dtype", sorted(DTYPE_BITS))
 @given(data=st.data())
 def test_bits_image_round_trips(dtype: str, data: st.DataObject) -> None:
-    values = data.draw(hnp.arrays(np.float64, st.integers(0, 20),
-                                  elements=st.floats(-1e4, 1e4, allow_nan=False)))
+    values = data.draw(
+        hnp.arrays(np.float64, st.integers(0, 20), elements=st.floats(-1e4, 1e4, allow_nan=False))
+    )
     array = round_to(values, dtype)
     image = to_bits_image(array, dtype)
     assert len(image) == array.size * max(1, bits_of(dtype) // 8)

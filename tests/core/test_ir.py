@@ -14,7 +14,7 @@ from tx8lab.core import Builder, interpret, parse_module, print_module, random_i
 from tx8lab.core.attrs import DevInfo, LayoutMode, MemScope, ParallelAttr, ParallelMode, RandomInit
 from tx8lab.core.dtypes import round_to
 from tx8lab.core.ir import Block, Function, Module, Op, TensorType, Value, make_op
-from tx8lab.core.text import print_attr, renumber
+from tx8lab.core.text import print_attr, print_dense, renumber
 from tx8lab.core.verify import verify_problems
 from tx8lab.errors import Tx8labError
 
@@ -46,17 +46,38 @@ def test_builder_names_values_after_stable_ids() -> None:
 def test_attributes_print_sorted_and_round_trip() -> None:
     b = Builder()
     x = b.input((1, 4), "f16")
-    dev = DevInfo(imm_size=128, mem_layout=LayoutMode.NCx, multi_buf_en=True, multi_buf_num=2,
-                  temporal_mem_slice=(1, 2, 2, 64), mem_addr=(0, 4096))
+    dev = DevInfo(
+        imm_size=128,
+        mem_layout=LayoutMode.NCx,
+        multi_buf_en=True,
+        multi_buf_num=2,
+        temporal_mem_slice=(1, 2, 2, 64),
+        mem_addr=(0, 4096),
+    )
     par = ParallelAttr(ParallelMode.DP, dp_dim_x=4, shape_spatial_sharding=(4, 1, 1, 1))
-    y = b.op("Relu", x, dev_info=dev, tile_parallel=par, zz=1.5e-7, aa='q"\\\n', scope=MemScope.DDRAM3D,
-             flags=(True, False), empty=(), nan=float("nan"), neg=-3, fl=(0.5, 2.0))
+    y = b.op(
+        "Relu",
+        x,
+        dev_info=dev,
+        tile_parallel=par,
+        zz=1.5e-7,
+        aa='q"\\\n',
+        scope=MemScope.DDRAM3D,
+        flags=(True, False),
+        empty=(),
+        nan=float("nan"),
+        neg=-3,
+        fl=(0.5, 2.0),
+    )
     b.output(y)
     module = b.finish()
     text = print_module(module)
     line = next(s for s in text.splitlines() if "Relu" in s)
-    names = [part.split(" = ")[0].strip(" {") for part in line.split("{", 1)[1].split(", ")
-             if " = " in part and not part.startswith(" ")]
+    names = [
+        part.split(" = ")[0].strip(" {")
+        for part in line.split("{", 1)[1].split(", ")
+        if " = " in part and not part.startswith(" ")
+    ]
     assert names.index("aa") < names.index("dev_info") < names.index("zz")
     again = parse_module(text)
     assert print_module(again) == text
@@ -67,7 +88,9 @@ def test_attributes_print_sorted_and_round_trip() -> None:
     assert attrs["scope"] is MemScope.DDRAM3D
     assert attrs["zz"] == 1.5e-7
     assert np.isnan(attrs["nan"])
-    assert attrs["empty"] == () and attrs["flags"] == (True, False) and attrs["fl"] == (0.5, 2.0)
+    assert attrs["empty"] == ()
+    assert attrs["flags"] == (True, False)
+    assert attrs["fl"] == (0.5, 2.0)
 
 
 @pytest.mark.parametrize("dtype", ["f32", "f16", "bf16", "tf32", "i8", "i32", "i64", "i1"])
@@ -86,6 +109,38 @@ def test_constant_data_round_trips_exactly(dtype: str) -> None:
     assert print_module(again) == text
 
 
+def test_bool_constants_print_nested_like_their_shape() -> None:
+    # mlir-opt rejects a flat list for a rank-2 i1 tensor ("expected 2 dims")
+    data = np.array([[True, False, True], [False, False, True]])
+    text = print_dense(data, "i1")
+    assert text == "dense<[[true, false, true], [false, false, true]]> : tensor<2x3xi1>"
+    assert print_dense(np.array(True), "i1") == "dense<true> : tensor<i1>"
+
+
+@pytest.mark.mlir
+@pytest.mark.parametrize("dtype", ["f32", "f16", "bf16", "tf32", "i8", "i32", "i64", "i1"])
+@pytest.mark.parametrize("shape", [(), (3,), (2, 3), (2, 1, 3), (1, 2, 2, 3), (3, 70)])
+def test_mlir_opt_accepts_constants(mlir_opt: str, dtype: str, shape: tuple[int, ...]) -> None:
+    # (3, 70): more than 100 elements, which mlir-opt prints back as hex data
+    rng = np.random.default_rng(5)
+    data = round_to(rng.standard_normal(shape) * 50, dtype)
+    b = Builder()
+    c = b.constant(data, dtype)
+    b.output(c)
+    text = print_module(b.finish())
+    done = subprocess.run(
+        [mlir_opt, "--allow-unregistered-dialect", "--mlir-print-op-generic"],
+        input=text,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    theirs = parse_module(done.stdout, source="mlir-opt output")
+    np.testing.assert_array_equal(theirs.main.ops[0].attrs["value"], data)
+
+
 def test_random_init_is_reproducible_and_cheap_to_print() -> None:
     b = Builder()
     w = b.weight((4096, 11008), "bf16")
@@ -96,7 +151,8 @@ def test_random_init_is_reproducible_and_cheap_to_print() -> None:
     init = module.main.ops[0].attrs["value"]
     assert isinstance(init, RandomInit)
     small = RandomInit(7, "normal", 0.5)
-    np.testing.assert_array_equal(small.materialize((3, 4), "f16"), small.materialize((3, 4), "f16"))
+    again = small.materialize((3, 4), "f16")
+    np.testing.assert_array_equal(small.materialize((3, 4), "f16"), again)
 
 
 def test_elided_constants_say_why_they_do_not_parse() -> None:
@@ -112,11 +168,17 @@ def test_elided_constants_say_why_they_do_not_parse() -> None:
     ("text", "message"),
     [
         ("garbage", 'expected "builtin.module"'),
-        ('"builtin.module"() ({\n  "func.func"() ({\n  ^bb0(%arg0: tensor<2xf32>):\n'
-         '    %0 = "tx8be.Relu"(%9) : (tensor<2xf32>) -> tensor<2xf32>\n', "undefined value %9"),
+        (
+            '"builtin.module"() ({\n  "func.func"() ({\n  ^bb0(%arg0: tensor<2xf32>):\n'
+            '    %0 = "tx8be.Relu"(%9) : (tensor<2xf32>) -> tensor<2xf32>\n',
+            "undefined value %9",
+        ),
         ('"builtin.module"() ({\n  "func.func"() ({\n  ^bb0(%arg0: tensor<2xf64>):\n', "f64"),
-        ('"builtin.module"() ({\n  "func.func"() ({\n  ^bb0(%arg0: tensor<2xf32>):\n'
-         '    %0 = "tx8be.Relu"(%arg0) : (tensor<3xf32>) -> tensor<2xf32>\n', "used as"),
+        (
+            '"builtin.module"() ({\n  "func.func"() ({\n  ^bb0(%arg0: tensor<2xf32>):\n'
+            '    %0 = "tx8be.Relu"(%arg0) : (tensor<3xf32>) -> tensor<2xf32>\n',
+            "used as",
+        ),
     ],
 )
 def test_parse_errors_name_line_and_problem(text: str, message: str) -> None:
@@ -148,8 +210,10 @@ def test_verifier_names_the_op() -> None:
 
     unknown = Op(5, "tx8be.Frobnicate", (x,), (Value(5, 0, x.type),))
     ret4 = Op(-1, "func.return", (unknown.result,), ())
-    assert any("%5 tx8be.Frobnicate: unknown op kind" in p
-               for p in verify_problems(_func_with([unknown, ret4], (x,))))
+    assert any(
+        "%5 tx8be.Frobnicate: unknown op kind" in p
+        for p in verify_problems(_func_with([unknown, ret4], (x,)))
+    )
     assert any("must end with func.return" in p for p in verify_problems(_func_with([relu], (x,))))
 
 
@@ -201,7 +265,11 @@ def test_mlir_opt_accepts_and_agrees(mlir_opt: str, module: Module) -> None:
     text = print_module(module)
     done = subprocess.run(
         [mlir_opt, "--allow-unregistered-dialect", "--mlir-print-op-generic"],
-        input=text, capture_output=True, text=True, check=False, timeout=60,
+        input=text,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
     theirs = parse_module(done.stdout, source="mlir-opt output")

@@ -32,10 +32,10 @@ def naive_offset(shape: tuple[int, ...], dtype: str, layout: str, index: tuple[i
     """The seed's table read literally, one element at a time (bits)."""
     bits = BITS[dtype]
     if len(shape) <= 1:
-        n_, hw_, c_ = 1, 1, (shape[0] if shape else 1)
+        hw_, c_ = 1, (shape[0] if shape else 1)
         n, p, c = 0, 0, (index[0] if index else 0)
     else:
-        n_, hw_, c_ = shape[0], math.prod(shape[1:-1]), shape[-1]
+        hw_, c_ = math.prod(shape[1:-1]), shape[-1]
         n, c = index[0], index[-1]
         p = int(np.ravel_multi_index(index[1:-1], shape[1:-1])) if len(shape) > 2 else 0
     if layout in ("Tensor", "NTensor"):
@@ -52,8 +52,10 @@ def naive_offset(shape: tuple[int, ...], dtype: str, layout: str, index: tuple[i
     else:
         cx, c0 = divmod(c_, block)
         per_batch = cx * hw_ * block + hw_ * padded(c0)
-        slot = (c // block * hw_ + p) * block + c % block if c < cx * block else (
-            cx * hw_ * block + p * padded(c0) + c - cx * block
+        slot = (
+            (c // block * hw_ + p) * block + c % block
+            if c < cx * block
+            else (cx * hw_ * block + p * padded(c0) + c - cx * block)
         )
     stride = -(-per_batch * bits // 2048) * 2048
     return n * stride + slot * bits
@@ -76,10 +78,21 @@ def test_seed_worked_example_f16_2x1x2x131_ncx() -> None:
 @pytest.mark.parametrize(
     ("dtype", "c", "blocks", "tail_pad"),
     [
-        ("f16", 1, 0, 4), ("f16", 5, 0, 8), ("f16", 17, 0, 32), ("f16", 32, 0, 32),
-        ("f16", 33, 0, 64), ("f16", 64, 1, 0), ("f16", 65, 1, 4), ("f16", 100, 1, 64),
-        ("f32", 131, 2, 4), ("i8", 64, 0, 64), ("i8", 65, 0, 128), ("i8", 129, 1, 4),
-        ("i8", 200, 1, 128), ("i8", 40, 0, 64), ("tf32", 9, 0, 16),
+        ("f16", 1, 0, 4),
+        ("f16", 5, 0, 8),
+        ("f16", 17, 0, 32),
+        ("f16", 32, 0, 32),
+        ("f16", 33, 0, 64),
+        ("f16", 64, 1, 0),
+        ("f16", 65, 1, 4),
+        ("f16", 100, 1, 64),
+        ("f32", 131, 2, 4),
+        ("i8", 64, 0, 64),
+        ("i8", 65, 0, 128),
+        ("i8", 129, 1, 4),
+        ("i8", 200, 1, 128),
+        ("i8", 40, 0, 64),
+        ("tf32", 9, 0, 16),
     ],
 )
 def test_padding_table(dtype: str, c: int, blocks: int, tail_pad: int) -> None:
@@ -168,7 +181,7 @@ def test_layout_names_follow_dim_zero() -> None:
 
 
 def test_clear_errors() -> None:
-    with pytest.raises(Tx8labError, match="NCx is defined for .* not i64"):
+    with pytest.raises(Tx8labError, match=r"NCx is defined for .* not i64"):
         geometry((1, 4), "i64", "NCx")
     with pytest.raises(Tx8labError, match="unknown memory layout 'NHWC'"):
         geometry((1, 4), "f16", "NHWC")

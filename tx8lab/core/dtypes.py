@@ -51,9 +51,7 @@ INT_DTYPES = frozenset({"i8", "i32", "i64", "i1"})
 def check_dtype(dtype: str) -> str:
     """Return ``dtype`` if it is a tx8be element type, else raise a clear error."""
     if dtype not in DTYPE_BITS:
-        raise Tx8labError(
-            f"unknown element type {dtype!r}: use one of {', '.join(DTYPE_BITS)}"
-        )
+        raise Tx8labError(f"unknown element type {dtype!r}: use one of {', '.join(DTYPE_BITS)}")
     return dtype
 
 

@@ -51,8 +51,9 @@ def _run_block(block: Block, env: dict[tuple[int, int, bool], Array]) -> list[Ar
     raise Tx8labError("block has no terminator")
 
 
-def prepare_inputs(module: Module, inputs: Sequence[Any] | Mapping[int, Any],
-                   func: str = "main") -> dict[tuple[int, int, bool], Array]:
+def prepare_inputs(
+    module: Module, inputs: Sequence[Any] | Mapping[int, Any], func: str = "main"
+) -> dict[tuple[int, int, bool], Array]:
     """Check the inputs against the function's arguments and round them to their types."""
     function = next((f for f in module.functions if f.name == func), None)
     if function is None:
@@ -74,8 +75,9 @@ def prepare_inputs(module: Module, inputs: Sequence[Any] | Mapping[int, Any],
     return env
 
 
-def interpret(module: Module, inputs: Sequence[Any] | Mapping[int, Any],
-              func: str = "main") -> list[Array]:
+def interpret(
+    module: Module, inputs: Sequence[Any] | Mapping[int, Any], func: str = "main"
+) -> list[Array]:
     """Outputs of ``func`` for ``inputs`` (a list, or a map from argument index)."""
     env = prepare_inputs(module, inputs, func)
     function = next(f for f in module.functions if f.name == func)

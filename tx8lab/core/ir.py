@@ -148,7 +148,7 @@ class Op:
 
     def replace(self, **changes: Any) -> Op:
         """A copy with some fields changed (``attrs``, ``operands``, ...)."""
-        values = {
+        values: dict[str, Any] = {
             "id": self.id,
             "kind": self.kind,
             "operands": self.operands,

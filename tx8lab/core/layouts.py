@@ -74,8 +74,9 @@ def _as_layout(layout: LayoutMode | str) -> LayoutMode:
 
 @dataclass(frozen=True)
 class Geometry:
-    """How a tensor of one shape, dtype and layout sits in memory (all sizes in elements
-    unless the name says bits).
+    """How a tensor of one shape, dtype and layout sits in memory.
+
+    All sizes are in elements unless the name says bits.
 
     ``block`` is the channel block (64, or 128 for i8); ``blocks`` the number of full
     blocks (Cx); ``tail`` the channels left over (C0 before padding) and ``tail_pad`` the
@@ -120,8 +121,10 @@ def _split_shape(shape: tuple[int, ...]) -> tuple[int, int, int]:
 
 
 def geometry(shape: tuple[int, ...], dtype: str, layout: LayoutMode | str) -> Geometry:
-    """The :class:`Geometry` of ``shape``/``dtype`` under ``layout``; clear errors for
-    element types the layout does not define."""
+    """The :class:`Geometry` of ``shape``/``dtype`` under ``layout``.
+
+    Raises a clear error for element types the layout does not define.
+    """
     mode = _as_layout(layout)
     shape = tuple(int(d) for d in shape)
     if any(d < 0 for d in shape):
@@ -130,9 +133,7 @@ def geometry(shape: tuple[int, ...], dtype: str, layout: LayoutMode | str) -> Ge
     n, hw, c = _split_shape(shape)
     if mode not in _FORMATTED:
         if bits < 8:
-            raise Tx8labError(
-                f"{dtype} has no memory layout here: store it as i8 (Convert) first"
-            )
+            raise Tx8labError(f"{dtype} has no memory layout here: store it as i8 (Convert) first")
         per_batch = hw * c * bits
         return Geometry(mode, dtype, n, hw, c, bits, c, 0, c, c, per_batch, per_batch)
     if dtype not in ALIGNED_DTYPES:
@@ -197,8 +198,10 @@ def element_offset_bits(
 
 
 def footprint_bits(shape: tuple[int, ...], dtype: str, layout: LayoutMode | str) -> int:
-    """Bits the tensor occupies: up to the end of the last batch's data (its padding
-    included, the alignment gap after it not)."""
+    """Bits the tensor occupies, up to the end of the last batch's data.
+
+    The last batch's padding counts; the alignment gap after it does not.
+    """
     return geometry(shape, dtype, layout).footprint_bits
 
 
@@ -207,8 +210,10 @@ def _bytes_of(geo: Geometry) -> int:
 
 
 def pack(array: npt.ArrayLike, dtype: str, layout: LayoutMode | str) -> bytes:
-    """The memory image (little-endian bytes, padding zero) of ``array`` stored as
-    ``dtype`` in ``layout``; :func:`unpack` is its exact inverse."""
+    """The memory image of ``array`` stored as ``dtype`` in ``layout``.
+
+    Little-endian bytes with zero padding; :func:`unpack` is its exact inverse.
+    """
     values = round_to(np.asarray(array), dtype)
     geo = geometry(values.shape, dtype, layout)
     elem_bytes = geo.elem_bits // 8
@@ -240,9 +245,11 @@ def unpack(
 
 
 def slot_map(shape: tuple[int, ...], dtype: str, layout: LayoutMode | str) -> npt.NDArray[np.int64]:
-    """For every element-sized slot of the image, the flat index of the element stored
-    there, or -1 for padding — a picture of the layout (``reshape(-1, 2048 // bits)``
-    gives one 2048-bit line per row)."""
+    """For every element-sized slot of the image, the flat index stored there.
+
+    Padding slots hold -1. It is a picture of the layout: ``reshape(-1, 2048 // bits)``
+    gives one 2048-bit line per row.
+    """
     geo = geometry(tuple(shape), dtype, layout)
     slots = np.full(-(-geo.footprint_bits // geo.elem_bits), -1, dtype=np.int64)
     slots[_offsets(geo) // geo.elem_bits] = np.arange(geo.n * geo.hw * geo.c)
@@ -250,8 +257,11 @@ def slot_map(shape: tuple[int, ...], dtype: str, layout: LayoutMode | str) -> np
 
 
 def hexdump(image: bytes, width: int = 32, *, unit: str = "bit") -> str:
-    """A hex dump of a memory image, one ``width``-byte row per line, each row labelled
-    with its address in ``unit`` ("bit", as the seed writes addresses, or "byte")."""
+    """A hex dump of a memory image, one ``width``-byte row per line.
+
+    Each row is labelled with its address in ``unit`` ("bit", as the seed writes
+    addresses, or "byte").
+    """
     if unit not in ("bit", "byte"):
         raise Tx8labError(f"hexdump unit must be 'bit' or 'byte', not {unit!r}")
     scale = 8 if unit == "bit" else 1
@@ -262,11 +272,11 @@ def hexdump(image: bytes, width: int = 32, *, unit: str = "bit") -> str:
     return "\n".join(lines)
 
 
-def channel_norm_images(
-    array: npt.ArrayLike, dtype: str, aligned_to: bool
-) -> tuple[bytes, bytes]:
-    """The images before and after a ChannelNorm of ``direction = aligned_to``: the values
-    are the same, only their placement changes (compact <-> Cx/NCx)."""
+def channel_norm_images(array: npt.ArrayLike, dtype: str, aligned_to: bool) -> tuple[bytes, bytes]:
+    """The images before and after a ChannelNorm of ``direction = aligned_to``.
+
+    The values are the same; only their placement changes (compact <-> Cx/NCx).
+    """
     values = np.asarray(array)
     compact = layout_for(values.shape, aligned=False)
     formatted = layout_for(values.shape, aligned=True)

@@ -120,9 +120,37 @@ def print_dense(array: np.ndarray[Any, Any], dtype: str, elide_bytes: int | None
     if _elided(array, elide_bytes):
         return f"dense_resource<__elided__> : {ttype}"
     if dtype == "i1":
-        flat = ", ".join("true" if v else "false" for v in array.reshape(-1))
-        return f"dense<[{flat}]> : {ttype}" if array.ndim else f"dense<{flat}> : {ttype}"
-    return f'dense<"0x{to_bits_image(array, dtype).hex().upper()}"> : {ttype}'
+        # MLIR reads i1 data only as a literal nested like the shape (a flat list of a
+        # rank-2 tensor is an error); a bool array's ``tolist`` has exactly that nesting.
+        return f"dense<{_bool_literal(array.tolist())}> : {ttype}"
+    return f'dense<"0x{_dense_image(array, dtype).hex().upper()}"> : {ttype}'
+
+
+def _dense_image(array: np.ndarray[Any, Any], dtype: str) -> bytes:
+    """The raw data of an MLIR dense attribute: the memory image, except for tf32.
+
+    MLIR's tf32 is a 19-bit float (1 sign, 8 exponent, 10 mantissa bits) whose dense data
+    takes 3 bytes per element, little-endian; it is the top 19 bits of the f32 pattern.
+    """
+    if dtype != "tf32":
+        return to_bits_image(array, dtype)
+    top = round_to(array, "tf32").astype(np.float32).reshape(-1).view(np.uint32) >> np.uint32(13)
+    return top.astype("<u4").view(np.uint8).reshape(-1, 4)[:, :3].tobytes()
+
+
+def _dense_values(data: bytes, dtype: str, count: int) -> np.ndarray[Any, Any]:
+    """Inverse of :func:`_dense_image` for ``count`` elements."""
+    if dtype != "tf32":
+        return from_bits_image(data, dtype, count)
+    raw = np.frombuffer(data, dtype=np.uint8, count=3 * count).reshape(-1, 3).astype(np.uint32)
+    pattern: np.ndarray[Any, Any] = raw[:, 0] | (raw[:, 1] << 8) | (raw[:, 2] << 16)
+    return (pattern << np.uint32(13)).view(np.float32)
+
+
+def _bool_literal(data: Any) -> str:
+    if isinstance(data, list):
+        return "[" + ", ".join(_bool_literal(item) for item in data) + "]"
+    return "true" if data else "false"
 
 
 def _print_attrs(op: Op, elide_bytes: int | None) -> str:
@@ -209,7 +237,8 @@ def _print_op(
     signature = f"({_types(tuple(v.type for v in op.operands))}) -> "
     signature += _result_types(op.result_types) if op.results else "()"
     if not op.regions:
-        out.append(f'{pad}{lhs}"{op.kind}"({operands}){_print_attrs(op, elide_bytes)} : {signature}')
+        attrs = _print_attrs(op, elide_bytes)
+        out.append(f'{pad}{lhs}"{op.kind}"({operands}){attrs} : {signature}')
         return
     out.append(f'{pad}{lhs}"{op.kind}"({operands}) ({{')
     for index, region in enumerate(op.regions):
@@ -231,7 +260,7 @@ def print_function(func: Function, elide_bytes: int | None = None, depth: int = 
     in_types = _types(tuple(v.type for v in func.args))
     out_types = tuple(v.type for v in func.outputs)
     ftype = f"({in_types}) -> " + (_result_types(out_types) if out_types else "()")
-    out.append(f'{pad}}}) {{function_type = {ftype}, sym_name = {_escape(func.name)}}} : () -> ()')
+    out.append(f"{pad}}}) {{function_type = {ftype}, sym_name = {_escape(func.name)}}} : () -> ()")
     return "\n".join(out)
 
 
@@ -516,11 +545,16 @@ class _Parser:
         ttype = self.parse_type()
         count = ttype.num_elements
         if isinstance(literal, bytes):
-            width = max(1, {"i1": 8}.get(ttype.dtype, 0) or _bits(ttype.dtype)) // 8
+            width = {"i1": 1, "tf32": 3}.get(ttype.dtype) or _bits(ttype.dtype) // 8
             if len(literal) == width and count != 1:
-                array = np.broadcast_to(from_bits_image(literal, ttype.dtype, 1), ttype.shape)
+                array = np.broadcast_to(_dense_values(literal, ttype.dtype, 1), ttype.shape)
                 return np.array(array)
-            return from_bits_image(literal, ttype.dtype, count).reshape(ttype.shape)
+            if len(literal) != width * count:
+                self.lex.i -= 1
+                self.lex.fail(
+                    f"dense hex data has {len(literal)} bytes; {ttype} needs {width * count}"
+                )
+            return _dense_values(literal, ttype.dtype, count).reshape(ttype.shape)
         array = np.array(literal, dtype=np.float64 if ttype.dtype[0] in "ftb" else object)
         if array.shape == () and ttype.shape != ():
             array = np.broadcast_to(array, ttype.shape)
@@ -568,10 +602,25 @@ class _Parser:
                 break
         self.lex.expect("}")
 
+    def parse_attr_dict_func(self, into: dict[str, Any]) -> None:
+        """Function attributes: ``function_type`` is a type, not an attribute; skip it."""
+        lex = self.lex
+        lex.expect("{")
+        while True:
+            _, key = lex.next()
+            lex.expect("=")
+            if key == "function_type":
+                self.parse_type_list()
+                lex.expect("->")
+                self.parse_type_list()
+            else:
+                into[key] = self.parse_attr()
+            if not lex.accept(","):
+                break
+        lex.expect("}")
+
     # --- ops
-    def parse_block(
-        self, scope: dict[str, Value], owner: int, keep_ids: bool
-    ) -> Block:
+    def parse_block(self, scope: dict[str, Value], owner: int, keep_ids: bool) -> Block:
         args: list[Value] = []
         if self.lex.peek()[0] == "block":
             self.lex.next()
@@ -770,27 +819,6 @@ def _parse_function(parser: _Parser, index: int) -> Function:
     return Function(sym, body)
 
 
-def _parse_attr_dict_func(self: _Parser, into: dict[str, Any]) -> None:
-    """Function attributes: ``function_type`` is a type, not an attribute; skip it."""
-    lex = self.lex
-    lex.expect("{")
-    while True:
-        _, key = lex.next()
-        lex.expect("=")
-        if key == "function_type":
-            self.parse_type_list()
-            lex.expect("->")
-            self.parse_type_list()
-        else:
-            into[key] = self.parse_attr()
-        if not lex.accept(","):
-            break
-    lex.expect("}")
-
-
-_Parser.parse_attr_dict_func = _parse_attr_dict_func  # type: ignore[attr-defined]
-
-
 def _assign_ids(functions: list[Function], next_id: int) -> tuple[list[Function], int]:
     """Give fresh ids to ops whose names did not carry one (text from mlir-opt)."""
     mapping: dict[tuple[int, int, bool], Value] = {}
@@ -813,8 +841,9 @@ def _assign_ids(functions: list[Function], next_id: int) -> tuple[list[Function]
                 for old, new in zip(region.args, args, strict=True):
                     mapping[old.key] = new
                 regions.append(fix_block(Block(args, region.ops)))
-            new_ops.append(op.replace(id=op_id, operands=operands, results=results,
-                                      regions=tuple(regions)))
+            new_ops.append(
+                op.replace(id=op_id, operands=operands, results=results, regions=tuple(regions))
+            )
         return Block(block.args, tuple(new_ops))
 
     return [Function(f.name, fix_block(f.body)) for f in functions], next_id
@@ -848,8 +877,9 @@ def renumber(module: Module) -> Module:
                 fix(r, tuple(Value(op_id, a.index, a.type, True) for a in r.args))
                 for r in op.regions
             )
-            new_ops.append(op.replace(id=op_id, operands=operands, results=results,
-                                      regions=regions))
+            new_ops.append(
+                op.replace(id=op_id, operands=operands, results=results, regions=regions)
+            )
         return Block(args, tuple(new_ops))
 
     functions = tuple(Function(f.name, fix(f.body, f.body.args)) for f in module.functions)

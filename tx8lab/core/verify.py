@@ -35,8 +35,9 @@ def verify_problems(module: Module) -> list[str]:
     if len(set(names)) != len(names):
         problems.append(f"module: duplicate function names {names}")
 
-    def check_block(block: Block, scope: dict[tuple[int, int, bool], Value], where: str,
-                    terminator: str) -> None:
+    def check_block(
+        block: Block, scope: dict[tuple[int, int, bool], Value], where: str, terminator: str
+    ) -> None:
         for value in block.args:
             scope[value.key] = value
         if not block.ops or block.ops[-1].kind != terminator:
@@ -89,8 +90,9 @@ def verify_problems(module: Module) -> list[str]:
                     if tuple(inferred) != op.result_types:
                         got = ", ".join(str(t) for t in op.result_types)
                         want = ", ".join(str(t) for t in inferred)
-                        problems.append(f"{label}: result types ({got}) but shape inference "
-                                        f"gives ({want})")
+                        problems.append(
+                            f"{label}: result types ({got}) but shape inference gives ({want})"
+                        )
             for result in op.results:
                 scope[result.key] = result
 

@@ -31,8 +31,7 @@ def infer(kind: str, *types: TensorType, **attrs: Any) -> tuple[TensorType, ...]
     return tuple(get_op_def(kind).infer_type(list(types), attrs))
 
 
-def run(kind: str, *arrays: np.ndarray, dtypes: tuple[str, ...] | None = None,
-        **attrs: Any) -> Any:
+def run(kind: str, *arrays: np.ndarray, dtypes: tuple[str, ...] | None = None, **attrs: Any) -> Any:
     """Build the op on ``arrays``' types and return its compute result(s), shape-checked."""
     types = [ttype(a, dtypes[i] if dtypes else None) for i, a in enumerate(arrays)]
     op = build(kind, *types, **attrs)
@@ -43,27 +42,35 @@ def run(kind: str, *arrays: np.ndarray, dtypes: tuple[str, ...] | None = None,
     return outs[0] if len(outs) == 1 else outs
 
 
-_ONNX_TYPES = {np.dtype(np.float32): onnx.TensorProto.FLOAT,
-               np.dtype(np.int64): onnx.TensorProto.INT64,
-               np.dtype(np.int32): onnx.TensorProto.INT32,
-               np.dtype(np.bool_): onnx.TensorProto.BOOL}
+_ONNX_TYPES = {
+    np.dtype(np.float32): onnx.TensorProto.FLOAT,
+    np.dtype(np.int64): onnx.TensorProto.INT64,
+    np.dtype(np.int32): onnx.TensorProto.INT32,
+    np.dtype(np.bool_): onnx.TensorProto.BOOL,
+}
 
 
-def ort_node(op_type: str, inputs: list[np.ndarray | None], num_outputs: int = 1,
-             opset: int = 17, **attrs: Any) -> list[np.ndarray]:
+def ort_node(
+    op_type: str,
+    inputs: list[np.ndarray | None],
+    num_outputs: int = 1,
+    opset: int = 17,
+    **attrs: Any,
+) -> list[np.ndarray]:
     """Run one ONNX node in onnxruntime; ``None`` inputs are left empty (optional)."""
     import onnxruntime as ort
 
     names = [f"in{i}" if a is not None else "" for i, a in enumerate(inputs)]
     graph_inputs = [
         helper.make_tensor_value_info(n, _ONNX_TYPES[a.dtype], list(a.shape))
-        for n, a in zip(names, inputs, strict=True) if a is not None
+        for n, a in zip(names, inputs, strict=True)
+        if a is not None
     ]
     outs = [f"out{i}" for i in range(num_outputs)]
     node = helper.make_node(op_type, names, outs, **attrs)
     graph = helper.make_graph(
-        [node], "one", graph_inputs,
-        [helper.make_empty_tensor_value_info(o) for o in outs])
+        [node], "one", graph_inputs, [helper.make_empty_tensor_value_info(o) for o in outs]
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 8
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])

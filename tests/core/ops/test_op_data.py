@@ -64,7 +64,8 @@ def test_reshape_and_transpose_round_trip(shape: tuple[int, ...], data: Any) -> 
 def test_concatenate() -> None:
     a, b = randn(2, 3), randn(2, 5)
     assert infer("Concatenate", TensorType((2, 3), F), TensorType((2, 5), F), axis=-1) == (
-        TensorType((2, 8), F),)
+        TensorType((2, 8), F),
+    )
     np.testing.assert_array_equal(run("Concatenate", a, b, axis=1), np.concatenate([a, b], 1))
     with pytest.raises(Tx8labError, match=r"tx8be.Concatenate: operand 1 .* does not match"):
         infer("Concatenate", TensorType((2, 3), F), TensorType((3, 5), F), axis=1)
@@ -99,8 +100,16 @@ def test_slice_against_onnxruntime() -> None:
     x = randn(4, 6, 5)
     starts, ends, steps = (1, -4, 0), (100, 6, 5), (2, 1, 3)
     got = run("Slice", x, starts=starts, ends=ends, steps=steps)
-    want = ort_node("Slice", [x, np.array(starts, np.int64), np.array(ends, np.int64),
-                              np.array([0, 1, 2], np.int64), np.array(steps, np.int64)])[0]
+    want = ort_node(
+        "Slice",
+        [
+            x,
+            np.array(starts, np.int64),
+            np.array(ends, np.int64),
+            np.array([0, 1, 2], np.int64),
+            np.array(steps, np.int64),
+        ],
+    )[0]
     np.testing.assert_array_equal(got, want)
     (out,) = infer("Slice", TensorType((4, 6, 5), F), starts=starts, ends=ends, steps=steps)
     assert out.shape == want.shape
@@ -119,8 +128,8 @@ def test_slices_reassemble_the_input(shape: tuple[int, ...], data: Any) -> None:
     axis = data.draw(st.integers(0, len(shape) - 1))
     cut = data.draw(st.integers(0, shape[axis]))
     lows, highs = [0] * len(shape), list(shape)
-    head = run("Slice", x, starts=tuple(lows), ends=tuple(highs[:axis] + [cut] + highs[axis + 1:]))
-    tail = run("Slice", x, starts=tuple(lows[:axis] + [cut] + lows[axis + 1:]), ends=tuple(highs))
+    head = run("Slice", x, starts=tuple(lows), ends=tuple([*highs[:axis], cut, *highs[axis + 1 :]]))
+    tail = run("Slice", x, starts=tuple([*lows[:axis], cut, *lows[axis + 1 :]]), ends=tuple(highs))
     np.testing.assert_array_equal(run("Concatenate", head, tail, axis=axis), x)
 
 
@@ -150,8 +159,9 @@ def test_pad_then_slice_is_identity(shape: tuple[int, ...], data: Any) -> None:
 
 def test_broadcast() -> None:
     x = randn(3, 1)
-    np.testing.assert_array_equal(run("Broadcast", x, shape=(2, 3, 4)),
-                                  np.broadcast_to(x, (2, 3, 4)))
+    np.testing.assert_array_equal(
+        run("Broadcast", x, shape=(2, 3, 4)), np.broadcast_to(x, (2, 3, 4))
+    )
     with pytest.raises(Tx8labError, match=r"tx8be.Broadcast: x .* does not broadcast to"):
         infer("Broadcast", TensorType((3, 2), F), shape=(3, 4))
     with pytest.raises(Tx8labError, match=r"tx8be.Broadcast: x .* does not broadcast to"):
@@ -188,8 +198,11 @@ def test_embedding() -> None:
 @pytest.mark.parametrize("axis", [0, 1])
 def test_scatter_against_onnxruntime(axis: int) -> None:
     data = randn(4, 5)
-    idx = np.array([[1, 0, 3], [3, 2, -1]], np.int64) if axis == 0 else np.array(
-        [[4, 0, 2], [1, -2, 3]], np.int64)
+    idx = (
+        np.array([[1, 0, 3], [3, 2, -1]], np.int64)
+        if axis == 0
+        else np.array([[4, 0, 2], [1, -2, 3]], np.int64)
+    )
     updates = randn(2, 3)
     got = run("Scatter", data, idx, updates, axis=axis)
     want = ort_node("ScatterElements", [data, idx, updates], opset=13, axis=axis)[0]
@@ -219,8 +232,13 @@ def test_resize_against_onnxruntime() -> None:
     x = randn(1, 3, 4, 2)
     got = run("Resize", x, scale_h=2, scale_w=3)
     scales = np.array([1, 1, 2, 3], np.float32)
-    want = ort_node("Resize", [nhwc_to_nchw(x), None, scales], mode="nearest",
-                    coordinate_transformation_mode="asymmetric", nearest_mode="floor")[0]
+    want = ort_node(
+        "Resize",
+        [nhwc_to_nchw(x), None, scales],
+        mode="nearest",
+        coordinate_transformation_mode="asymmetric",
+        nearest_mode="floor",
+    )[0]
     np.testing.assert_array_equal(got, nchw_to_nhwc(want))
     with pytest.raises(Tx8labError, match=r"tx8be.Resize: mode 'linear' is not supported"):
         infer("Resize", TensorType((1, 3, 4, 2), F), scale_h=2, scale_w=2, mode="linear")
@@ -248,7 +266,9 @@ def test_unpack_nibble_order_and_sign() -> None:
 def test_tuple() -> None:
     a, b = randn(2), np.array([1, 2], np.int32)
     assert infer("Tuple", TensorType((2,), F), TensorType((2,), "i32")) == (
-        TensorType((2,), F), TensorType((2,), "i32"))
+        TensorType((2,), F),
+        TensorType((2,), "i32"),
+    )
     outs = run("Tuple", a, b)
     np.testing.assert_array_equal(outs[0], a)
     np.testing.assert_array_equal(outs[1], b)
@@ -258,7 +278,8 @@ def test_tuple() -> None:
 def test_channel_norm_keeps_values() -> None:
     x = randn(1, 4, 4, 3)
     assert infer("ChannelNorm", TensorType(x.shape, F), direction=False) == (
-        TensorType(x.shape, F),)
+        TensorType(x.shape, F),
+    )
     np.testing.assert_array_equal(run("ChannelNorm", x, direction=True), x)
     with pytest.raises(Tx8labError, match=r"tx8be.ChannelNorm: missing required attribute"):
         infer("ChannelNorm", TensorType(x.shape, F))
@@ -276,8 +297,9 @@ def test_load_const_materialises_like_constant() -> None:
     load = build("LoadConst", value=init, shape=(3, 4), dtype="f16", const_id=2)
     const = build("Constant", value=init, shape=(3, 4), dtype="f16")
     assert load.results[0].type == TensorType((3, 4), "f16")
-    np.testing.assert_array_equal(OPS[load.kind].compute(load)[0],
-                                  OPS[const.kind].compute(const)[0])
+    np.testing.assert_array_equal(
+        OPS[load.kind].compute(load)[0], OPS[const.kind].compute(const)[0]
+    )
     with pytest.raises(Tx8labError, match=r"tx8be.LoadConst: a RandomInit value needs"):
         infer("LoadConst", value=init)
 
@@ -292,8 +314,9 @@ def test_group_runs_through_its_body_in_the_interpreter() -> None:
     arg = Value(gid, 0, x.type, is_arg=True)
     body = remap_operands(flat.main.ops[:-1], {x.key: arg})
     ret = Op(-1, "tx8be.Return", (body[-1].results[0],), ())
-    group = Op(gid, "tx8be.Group", (x,), (Value(gid, 0, z.type),), {},
-               (Block((arg,), (*body, ret)),))
+    group = Op(
+        gid, "tx8be.Group", (x,), (Value(gid, 0, z.type),), {}, (Block((arg,), (*body, ret)),)
+    )
     func = flat.main.with_ops([group, Op(-1, "func.return", (group.results[0],), ())])
     module = Module((func,), {}, gid + 1)
     verify(module)

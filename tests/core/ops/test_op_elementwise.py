@@ -18,8 +18,13 @@ from tx8lab.errors import Tx8labError
 F = "f32"
 
 BINARY_REF = {
-    "Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide,
-    "Max": np.maximum, "Min": np.minimum, "Pow": np.power,
+    "Add": np.add,
+    "Sub": np.subtract,
+    "Mul": np.multiply,
+    "Div": np.divide,
+    "Max": np.maximum,
+    "Min": np.minimum,
+    "Pow": np.power,
 }
 
 
@@ -54,8 +59,9 @@ def test_integer_ops_are_exact() -> None:
     np.testing.assert_array_equal(run("Div", a, b), [3, -3, -3, 3, 0, 1])
     big = np.array([2**40 + 1], np.int64)
     assert run("Add", big, np.array([1], np.int64))[0] == 2**40 + 2
-    np.testing.assert_array_equal(run("Pow", np.array([3, 2], np.int32),
-                                      np.array([3, 10], np.int32)), [27, 1024])
+    np.testing.assert_array_equal(
+        run("Pow", np.array([3, 2], np.int32), np.array([3, 10], np.int32)), [27, 1024]
+    )
 
 
 @pytest.mark.parametrize("mode", ["eq", "ne", "lt", "le", "gt", "ge"])
@@ -110,7 +116,9 @@ UNARY_REF = {
     "Abs": np.abs,
 }
 POSITIVE_REF = {
-    "Log": np.log, "Sqrt": np.sqrt, "Rsqrt": lambda x: 1 / np.sqrt(x),
+    "Log": np.log,
+    "Sqrt": np.sqrt,
+    "Rsqrt": lambda x: 1 / np.sqrt(x),
     "Reciprocal": lambda x: 1 / x,
 }
 
@@ -152,8 +160,9 @@ def test_transcendental_needs_float() -> None:
 
 
 def test_erf_against_onnxruntime_and_math() -> None:
-    x = np.concatenate([randn(200, scale=2.0), np.array([0, 1e-4, -1e-6, 0.49, 0.51, 6, -6],
-                                                         np.float32)])
+    x = np.concatenate(
+        [randn(200, scale=2.0), np.array([0, 1e-4, -1e-6, 0.49, 0.51, 6, -6], np.float32)]
+    )
     got = run("Erf", x)
     close(got, ort_node("Erf", [x])[0], rtol=2e-6)
     close(got, np.array([math.erf(float(v)) for v in x]), rtol=1e-6)
@@ -162,7 +171,8 @@ def test_erf_against_onnxruntime_and_math() -> None:
 def test_erf_helpers_are_accurate_in_float64() -> None:
     xs = np.linspace(-5, 5, 2001)
     rel = np.abs(erf(xs) - np.array([math.erf(v) for v in xs])) / np.maximum(
-        np.abs([math.erf(v) for v in xs]), 1e-300)
+        np.abs([math.erf(v) for v in xs]), 1e-300
+    )
     assert rel[xs != 0].max() < 3e-7
     ys = np.linspace(-3, 9, 1001)
     ref = np.array([math.erfc(v) for v in ys])
@@ -186,8 +196,10 @@ def test_gelu_against_float64_and_onnxruntime(approximate: str) -> None:
 
 def test_hard_sigmoid_and_hard_swish_against_onnxruntime() -> None:
     x = randn(200, scale=5.0)
-    close(run("HardSigmoid", x, alpha=0.3, beta=0.4),
-          ort_node("HardSigmoid", [x], alpha=0.3, beta=0.4)[0])
+    close(
+        run("HardSigmoid", x, alpha=0.3, beta=0.4),
+        ort_node("HardSigmoid", [x], alpha=0.3, beta=0.4)[0],
+    )
     close(run("HardSigmoid", x), ort_node("HardSigmoid", [x])[0])
     close(run("HardSwish", x), ort_node("HardSwish", [x], opset=14)[0])
 

@@ -24,22 +24,26 @@ F = "f32"
 
 
 # --------------------------------------------------------------------- matmul
-@pytest.mark.parametrize(("trans_a", "trans_b", "with_c"), [
-    (False, False, True), (True, False, False), (False, True, True), (True, True, True)])
+@pytest.mark.parametrize(
+    ("trans_a", "trans_b", "with_c"),
+    [(False, False, True), (True, False, False), (False, True, True), (True, True, True)],
+)
 def test_gemm_against_onnxruntime(trans_a: bool, trans_b: bool, with_c: bool) -> None:
     a = randn(5, 7) if not trans_a else randn(7, 5)
     b = randn(7, 3) if not trans_b else randn(3, 7)
     c = randn(3) if with_c else None
     ops = [a, b] + ([c] if c is not None else [])
     got = run("Gemm", *ops, trans_a=trans_a, trans_b=trans_b, alpha=0.5, beta=2.0)
-    want = ort_node("Gemm", [a, b, c], transA=int(trans_a), transB=int(trans_b), alpha=0.5,
-                    beta=2.0)[0]
+    want = ort_node(
+        "Gemm", [a, b, c], transA=int(trans_a), transB=int(trans_b), alpha=0.5, beta=2.0
+    )[0]
     close(got, want)
 
 
 def test_gemm_shapes_and_errors() -> None:
-    assert infer("Gemm", TensorType((4, 2), F), TensorType((3, 4), F), trans_a=True,
-                 trans_b=True) == (TensorType((2, 3), F),)
+    assert infer(
+        "Gemm", TensorType((4, 2), F), TensorType((3, 4), F), trans_a=True, trans_b=True
+    ) == (TensorType((2, 3), F),)
     with pytest.raises(Tx8labError, match=r"tx8be.Gemm: inner dimensions differ.*K=3.*K=4"):
         infer("Gemm", TensorType((2, 3), F), TensorType((4, 5), F))
     with pytest.raises(Tx8labError, match=r"tx8be.Gemm: A and B must have rank 2"):
@@ -86,9 +90,9 @@ CONV_CASES = [
     (2, 10, 7, 3, 5, (3, 2), (2, 1), (0, 1, 2, 0), (1, 1), 1),
     (1, 8, 8, 4, 8, (1, 1), (2, 2), (0, 0, 0, 0), (1, 1), 1),
     (1, 11, 11, 4, 6, (3, 3), (1, 2), (2, 2, 2, 2), (2, 2), 2),
-    (1, 9, 9, 6, 6, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 6),   # depthwise
-    (1, 9, 9, 3, 6, (3, 3), (1, 1), (1, 0, 1, 0), (1, 2), 3),   # depthwise x2 multiplier
-    (1, 7, 7, 8, 4, (2, 2), (1, 1), (0, 0, 1, 1), (1, 1), 4),   # grouped, 2 in / 1 out
+    (1, 9, 9, 6, 6, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 6),  # depthwise
+    (1, 9, 9, 3, 6, (3, 3), (1, 1), (1, 0, 1, 0), (1, 2), 3),  # depthwise x2 multiplier
+    (1, 7, 7, 8, 4, (2, 2), (1, 1), (0, 0, 1, 1), (1, 1), 4),  # grouped, 2 in / 1 out
 ]
 
 
@@ -100,9 +104,14 @@ def test_conv2d_against_onnxruntime(case: tuple[Any, ...]) -> None:
     bias = randn(cout)
     got = run("Conv2d", x, wt, bias, strides=strides, pads=pads, dilations=dil, group=group)
     onnx_pads = [pads[0], pads[1], pads[2], pads[3]]
-    want = ort_node("Conv", [nhwc_to_nchw(x), np.ascontiguousarray(wt.transpose(0, 3, 1, 2)),
-                             bias], strides=list(strides), pads=onnx_pads,
-                    dilations=list(dil), group=group)[0]
+    want = ort_node(
+        "Conv",
+        [nhwc_to_nchw(x), np.ascontiguousarray(wt.transpose(0, 3, 1, 2)), bias],
+        strides=list(strides),
+        pads=onnx_pads,
+        dilations=list(dil),
+        group=group,
+    )[0]
     close(got, nchw_to_nhwc(want), rtol=1e-5)
 
 
@@ -128,11 +137,11 @@ def test_conv2d_shape_inference_and_errors() -> None:
     with pytest.raises(Tx8labError, match=r"tx8be.Conv2d: x must be NHWC"):
         infer("Conv2d", TensorType((4, 4, 2), F), TensorType((2, 1, 1, 2), F))
     with pytest.raises(Tx8labError, match=r"tx8be.Conv2d: bias must be \[2\]"):
-        infer("Conv2d", TensorType((1, 4, 4, 2), F), TensorType((2, 1, 1, 2), F),
-              TensorType((3,), F))
+        infer(
+            "Conv2d", TensorType((1, 4, 4, 2), F), TensorType((2, 1, 1, 2), F), TensorType((3,), F)
+        )
     with pytest.raises(Tx8labError, match=r"tx8be.Conv2d: attribute 'strides' entries"):
-        infer("Conv2d", TensorType((1, 4, 4, 2), F), TensorType((2, 1, 1, 2), F),
-              strides=(0, 1))
+        infer("Conv2d", TensorType((1, 4, 4, 2), F), TensorType((2, 1, 1, 2), F), strides=(0, 1))
 
 
 def test_conv2d_is_fast_enough_for_resnet_stem() -> None:
@@ -160,16 +169,23 @@ POOL_CASES = [
 def test_pools_against_onnxruntime(kind: str, case: tuple[Any, ...]) -> None:
     kernel, strides, pads, ceil, include = case
     x = randn(2, 10, 9, 3)
-    attrs: dict[str, Any] = {"kernel": kernel, "strides": strides, "pads": pads,
-                             "ceil_mode": ceil}
-    onnx_attrs: dict[str, Any] = {"kernel_shape": list(kernel), "strides": list(strides),
-                                  "pads": list(pads), "ceil_mode": int(ceil)}
+    attrs: dict[str, Any] = {"kernel": kernel, "strides": strides, "pads": pads, "ceil_mode": ceil}
+    onnx_attrs: dict[str, Any] = {
+        "kernel_shape": list(kernel),
+        "strides": list(strides),
+        "pads": list(pads),
+        "ceil_mode": int(ceil),
+    }
     if kind == "AvgPool2d":
         attrs["count_include_pad"] = include
         onnx_attrs["count_include_pad"] = int(include)
     got = run(kind, x, **attrs)
-    want = ort_node("MaxPool" if kind == "MaxPool2d" else "AveragePool", [nhwc_to_nchw(x)],
-                    opset=19, **onnx_attrs)[0]
+    want = ort_node(
+        "MaxPool" if kind == "MaxPool2d" else "AveragePool",
+        [nhwc_to_nchw(x)],
+        opset=19,
+        **onnx_attrs,
+    )[0]
     close(got, nchw_to_nhwc(want))
 
 
@@ -189,8 +205,9 @@ def test_global_avg_pool() -> None:
     x = randn(2, 5, 6, 7)
     (out,) = infer("GlobalAvgPool", TensorType(x.shape, F))
     assert out.shape == (2, 1, 1, 7)
-    close(run("GlobalAvgPool", x),
-          nchw_to_nhwc(ort_node("GlobalAveragePool", [nhwc_to_nchw(x)])[0]))
+    close(
+        run("GlobalAvgPool", x), nchw_to_nhwc(ort_node("GlobalAveragePool", [nhwc_to_nchw(x)])[0])
+    )
     with pytest.raises(Tx8labError, match=r"tx8be.GlobalAvgPool: x \(NHWC\) must have rank 4"):
         infer("GlobalAvgPool", TensorType((5, 6, 7), F))
 
@@ -274,10 +291,10 @@ def test_batchnorm_against_onnxruntime() -> None:
     x = randn(2, 5, 6, 4, scale=2.0)
     scale, offset, mean = randn(4), randn(4), randn(4)
     var = np.abs(randn(4)) + 0.5
-    got = run("BatchNorm_Inference", x, scale, offset.reshape(1, 1, 1, 4), mean, var,
-              epsilon=1e-5)
-    want = ort_node("BatchNormalization", [nhwc_to_nchw(x), scale, offset, mean, var],
-                    epsilon=1e-5)[0]
+    got = run("BatchNorm_Inference", x, scale, offset.reshape(1, 1, 1, 4), mean, var, epsilon=1e-5)
+    want = ort_node(
+        "BatchNormalization", [nhwc_to_nchw(x), scale, offset, mean, var], epsilon=1e-5
+    )[0]
     close(got, nchw_to_nhwc(want), rtol=2e-5)
 
 
@@ -288,5 +305,6 @@ def test_batchnorm_errors() -> None:
     with pytest.raises(Tx8labError, match=r"tx8be.BatchNorm_Inference: mean must be \[4\]"):
         infer("BatchNorm_Inference", TensorType((1, 2, 2, 4), F), c, c, TensorType((3,), F), c)
     with pytest.raises(Tx8labError, match=r"tx8be.BatchNorm_Inference: scale must be f32"):
-        infer("BatchNorm_Inference", TensorType((1, 2, 2, 4), "f16"), TensorType((4,), "f16"),
-              c, c, c)
+        infer(
+            "BatchNorm_Inference", TensorType((1, 2, 2, 4), "f16"), TensorType((4,), "f16"), c, c, c
+        )

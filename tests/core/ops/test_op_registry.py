@@ -28,9 +28,28 @@ SAMPLES: dict[str, tuple[tuple[TensorType, ...], dict[str, Any]]] = {
     **{k: ((V, V), {}) for k in ("Add", "Sub", "Mul", "Div", "Max", "Min", "Pow")},
     "Compare": ((V, V), {"mode": "lt"}),
     "Where": ((TensorType((2, 3), "i1"), V, V), {}),
-    **{k: ((V,), {}) for k in ("Relu", "Sigmoid", "HardSwish", "Silu", "Tanh", "Erf", "Exp",
-                               "Log", "Sqrt", "Rsqrt", "Neg", "Abs", "Reciprocal", "Clip",
-                               "HardSigmoid", "Gelu", "Softmax")},
+    **{
+        k: ((V,), {})
+        for k in (
+            "Relu",
+            "Sigmoid",
+            "HardSwish",
+            "Silu",
+            "Tanh",
+            "Erf",
+            "Exp",
+            "Log",
+            "Sqrt",
+            "Rsqrt",
+            "Neg",
+            "Abs",
+            "Reciprocal",
+            "Clip",
+            "HardSigmoid",
+            "Gelu",
+            "Softmax",
+        )
+    },
     "LayerNorm": ((V, TensorType((3,), F), TensorType((3,), F)), {}),
     "RMSNorm": ((V, TensorType((3,), F)), {}),
     "BatchNorm_Inference": ((X4, C4, C4, C4, C4), {}),
@@ -65,9 +84,23 @@ SAMPLES: dict[str, tuple[tuple[TensorType, ...], dict[str, Any]]] = {
     "StoreVar": ((V,), {}),
 }
 
-ALIGN_ONLY = {"Gemm", "MatMul", "BatchMatMul", "Conv2d", "MaxPool2d", "AvgPool2d",
-              "GlobalAvgPool", "ReduceSum", "ReduceMean", "ReduceMax", "Transpose",
-              "Concatenate", "Scatter", "Pad", "BatchNorm_Inference"}
+ALIGN_ONLY = {
+    "Gemm",
+    "MatMul",
+    "BatchMatMul",
+    "Conv2d",
+    "MaxPool2d",
+    "AvgPool2d",
+    "GlobalAvgPool",
+    "ReduceSum",
+    "ReduceMean",
+    "ReduceMax",
+    "Transpose",
+    "Concatenate",
+    "Scatter",
+    "Pad",
+    "BatchNorm_Inference",
+}
 NE_OPS = {"Gemm", "MatMul", "BatchMatMul", "Conv2d"}
 
 
@@ -102,10 +135,12 @@ def test_every_documented_kind_is_registered() -> None:
 def test_every_kind_has_docstring_family_and_op_attr(full: str) -> None:
     entry = OPS[full]
     cls = type(entry)
-    assert cls.__doc__ and cls.__doc__.strip(), full
+    assert cls.__doc__, full
+    assert cls.__doc__.strip(), full
     assert sys.modules[cls.__module__].__doc__, cls.__module__
     assert "Spec:" in (sys.modules[cls.__module__].__doc__ or "")
-    assert entry.family != "other" and entry.summary
+    assert entry.family != "other"
+    assert entry.summary
     name = full.split(".", 1)[1]
     if name == "Group":
         return
@@ -135,8 +170,9 @@ def test_group_infer_type_says_types_come_from_the_body() -> None:
 def test_batchnorm_op_attr_is_seed_001_query_op_attr() -> None:
     one = _sample("BatchNorm_Inference")
     attr = OPS[one.kind].op_attr(one)
-    assert attr == OpAttr(align_mode=AlignMode.ALIGN, need_preset_to_npu=True,
-                          default_layout="Tensor")
+    assert attr == OpAttr(
+        align_mode=AlignMode.ALIGN, need_preset_to_npu=True, default_layout="Tensor"
+    )
     x2 = TensorType((2, 8, 8, 4), F)
     two = build("BatchNorm_Inference", x2, C4, C4, C4, C4)
     assert OPS[two.kind].op_attr(two).default_layout == "NTensor"
@@ -145,13 +181,21 @@ def test_batchnorm_op_attr_is_seed_001_query_op_attr() -> None:
 def test_embedding_skips_the_table_load() -> None:
     op = _sample("Embedding")
     attr = OPS[op.kind].op_attr(op)
-    assert not attr.needs_load(0) and attr.needs_load(1)
+    assert not attr.needs_load(0)
+    assert attr.needs_load(1)
 
 
-@pytest.mark.parametrize(("start", "end", "mode"), [
-    (0, 128, AlignMode.ALIGN), (64, 128, AlignMode.NALIGN), (3, 64, AlignMode.NALIGN),
-    (3, 100, AlignMode.ALIGN), (-64, 192, AlignMode.NALIGN), (1, 999, AlignMode.ALIGN),
-])
+@pytest.mark.parametrize(
+    ("start", "end", "mode"),
+    [
+        (0, 128, AlignMode.ALIGN),
+        (64, 128, AlignMode.NALIGN),
+        (3, 64, AlignMode.NALIGN),
+        (3, 100, AlignMode.ALIGN),
+        (-64, 192, AlignMode.NALIGN),
+        (1, 999, AlignMode.ALIGN),
+    ],
+)
 def test_slice_alignment_rule_from_seed_000(start: int, end: int, mode: AlignMode) -> None:
     x = TensorType((1, 200), F)
     op = build("Slice", x, starts=(0, start), ends=(1, end))
@@ -166,5 +210,5 @@ def test_channel_norm_alignment_follows_direction() -> None:
 
 def test_unregistered_stubs_still_raise_not_implemented() -> None:
     op = _sample("Add")
-    with pytest.raises(NotImplementedError, match="tx8be.Add"):
+    with pytest.raises(NotImplementedError, match=r"tx8be\.Add"):
         OPS[op.kind].imm_bytes(op, (1,))

@@ -28,8 +28,16 @@ from tx8lab.core.ops.registry import Array, AttrSpec, OpAttr, OpDef, f32
 
 # Numerical Recipes ``erfcc`` coefficients (Chebyshev fit; fractional error < 1.2e-7)
 _ERFC_COEFFS = (
-    -1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806,
-    0.27886807, -1.13520398, 1.48851587, -0.82215223, 0.17087277,
+    -1.26551223,
+    1.00002368,
+    0.37409196,
+    0.09678418,
+    -0.18628806,
+    0.27886807,
+    -1.13520398,
+    1.48851587,
+    -0.82215223,
+    0.17087277,
 )
 
 

@@ -26,8 +26,15 @@ from tx8lab.core.ops.registry import Array, AttrSpec, OpAttr, OpDef, f32
 
 
 def window_out_size(
-    opdef: OpDef, size: int, kernel: int, stride: int, pad_lo: int, pad_hi: int,
-    dilation: int = 1, ceil_mode: bool = False, dim: str = "H",
+    opdef: OpDef,
+    size: int,
+    kernel: int,
+    stride: int,
+    pad_lo: int,
+    pad_hi: int,
+    dilation: int = 1,
+    ceil_mode: bool = False,
+    dim: str = "H",
 ) -> int:
     """Output length of a sliding window along one axis, or an error naming the op."""
     eff = (kernel - 1) * dilation + 1
@@ -48,7 +55,10 @@ def window_out_size(
 
 
 def windows(
-    x: Array, kernel: tuple[int, int], strides: tuple[int, int], dilations: tuple[int, int],
+    x: Array,
+    kernel: tuple[int, int],
+    strides: tuple[int, int],
+    dilations: tuple[int, int],
     out_hw: tuple[int, int],
 ) -> Array:
     """View [N, OH, OW, C, KH, KW] of the (already padded) NHWC ``x``; no copy."""
@@ -59,8 +69,13 @@ def windows(
 
 
 def conv2d_nhwc(
-    x: Array, w: Array, bias: Array | None, strides: tuple[int, int],
-    pads: tuple[int, int, int, int], dilations: tuple[int, int], group: int,
+    x: Array,
+    w: Array,
+    bias: Array | None,
+    strides: tuple[int, int],
+    pads: tuple[int, int, int, int],
+    dilations: tuple[int, int],
+    group: int,
 ) -> Array:
     """Reference grouped 2-D convolution: x NHWC, w OHWI ``[Cout, KH, KW, Cin/group]``."""
     n, h, wd, c = x.shape

@@ -1,5 +1,7 @@
-"""Data movement and indexing ops: Reshape, Transpose, Concatenate, Split, Slice, Pad,
-Broadcast, Gather, Embedding, Scatter, Convert, Resize, Unpack, Tuple.
+"""Data movement and indexing ops.
+
+Reshape, Transpose, Concatenate, Split, Slice, Pad, Broadcast, Gather, Embedding, Scatter,
+Convert, Resize, Unpack, Tuple.
 
 Spec: seed 000 ("ALIGN Only": Transpose, Concatenate, Scatter, Pad; the SliceOp rule),
 seed 001 (``queryOpAttr`` needLoad for embedding; qweight unpack), seed 002 (tuples stop
@@ -144,8 +146,10 @@ class Concatenate(_AlignDataOp):
             if ttype.dtype != first.dtype:
                 raise self.fail(f"operand {index} is {ttype.dtype}, operand 0 is {first.dtype}")
             if ttype.rank != first.rank or any(
-                    a != b for i, (a, b) in enumerate(zip(ttype.shape, first.shape, strict=True))
-                    if i != axis):
+                a != b
+                for i, (a, b) in enumerate(zip(ttype.shape, first.shape, strict=True))
+                if i != axis
+            ):
                 raise self.fail(
                     f"operand {index} {ttype} does not match operand 0 {first} off axis {axis}"
                 )
@@ -215,8 +219,7 @@ class Slice(_DataOp):
         rank = len(shape)
         starts = int_tuple(self, attrs, "starts", rank)
         ends = int_tuple(self, attrs, "ends", rank)
-        steps = (1,) * rank if attrs.get("steps") is None else int_tuple(
-            self, attrs, "steps", rank)
+        steps = (1,) * rank if attrs.get("steps") is None else int_tuple(self, attrs, "steps", rank)
         if 0 in steps:
             raise self.fail(f"steps {steps} must not contain 0")
         return tuple(slice(s, e, st) for s, e, st in zip(starts, ends, steps, strict=True))
@@ -226,8 +229,9 @@ class Slice(_DataOp):
     ) -> tuple[TensorType, ...]:
         x = operands[0]
         sl = self.slices(x.shape, attrs)
-        return (x.with_shape([len(range(*s.indices(d))) for s, d in zip(sl, x.shape,
-                                                                        strict=True)]),)
+        return (
+            x.with_shape([len(range(*s.indices(d))) for s, d in zip(sl, x.shape, strict=True)]),
+        )
 
     def op_attr(self, op: Op) -> OpAttr:
         shape = op.operands[0].type.shape
@@ -271,8 +275,9 @@ class Pad(_AlignDataOp):
     def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
         x = inputs[0]
         value = float(self.attr(op, "value"))
-        fill: Any = value if x.dtype.kind == "f" else (
-            bool(value) if x.dtype == np.bool_ else int(value))
+        fill: Any = (
+            value if x.dtype.kind == "f" else (bool(value) if x.dtype == np.bool_ else int(value))
+        )
         return (np.pad(x, self.pads(x.ndim, op.attrs), constant_values=fill),)
 
 
@@ -310,8 +315,7 @@ def _in_range(opdef: OpDef, indices: Array, size: int) -> Array:
     idx = indices.astype(np.int64)
     if idx.size and (idx.min() < -size or idx.max() >= size):
         raise Tx8labError(
-            f"{opdef.kind}: index out of range [{-size}, {size}): "
-            f"min {idx.min()}, max {idx.max()}"
+            f"{opdef.kind}: index out of range [{-size}, {size}): min {idx.min()}, max {idx.max()}"
         )
     return np.where(idx < 0, idx + size, idx)
 
@@ -332,7 +336,7 @@ class Gather(_DataOp):
         if data.rank == 0:
             raise self.fail("data must have rank >= 1")
         axis = norm_axis(self, self.attr(attrs, "axis"), data.rank)
-        shape = (*data.shape[:axis], *indices.shape, *data.shape[axis + 1:])
+        shape = (*data.shape[:axis], *indices.shape, *data.shape[axis + 1 :])
         return (data.with_shape(shape),)
 
     def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:

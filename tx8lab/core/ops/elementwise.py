@@ -31,7 +31,7 @@ from tx8lab.errors import Tx8labError
 
 
 def broadcast_shape(kind: str, shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
-    """numpy broadcast of ``shapes`` or a clear error naming ``kind``."""
+    """Numpy broadcast of ``shapes`` or a clear error naming ``kind``."""
     try:
         return tuple(int(d) for d in np.broadcast_shapes(*shapes))
     except ValueError:

@@ -84,8 +84,9 @@ class Gemm(_NeOp):
             out = out * (np.float32(alpha) if out.dtype.kind == "f" else alpha)
         if len(inputs) == 3:
             c = f32(inputs[2])
-            out = out + (c if beta == 1.0 else c * (np.float32(beta) if c.dtype.kind == "f"
-                                                    else beta))
+            out = out + (
+                c if beta == 1.0 else c * (np.float32(beta) if c.dtype.kind == "f" else beta)
+            )
         return (out,)
 
 
@@ -107,8 +108,7 @@ class MatMul(_NeOp):
             )
         if a.shape[-1] != b.shape[-2]:
             raise self.fail(
-                f"inner dimensions differ: a has K={a.shape[-1]}, b has K={b.shape[-2]} "
-                f"({a}, {b})"
+                f"inner dimensions differ: a has K={a.shape[-1]}, b has K={b.shape[-2]} ({a}, {b})"
             )
         try:
             batch = tuple(int(d) for d in np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
@@ -139,9 +139,7 @@ class BatchMatMul(_NeOp):
         if a.shape[0] != b.shape[0]:
             raise self.fail(f"batch sizes differ: {a.shape[0]} vs {b.shape[0]}")
         if a.shape[2] != b.shape[1]:
-            raise self.fail(
-                f"inner dimensions differ: a has K={a.shape[2]}, b has K={b.shape[1]}"
-            )
+            raise self.fail(f"inner dimensions differ: a has K={a.shape[2]}, b has K={b.shape[1]}")
         return (TensorType((a.shape[0], a.shape[1], b.shape[2]), a.dtype),)
 
     def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:

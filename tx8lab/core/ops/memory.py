@@ -76,8 +76,9 @@ class LoadConst(Constant):
     }
 
     def op_attr(self, op: Op) -> OpAttr:
-        return OpAttr(align_mode=AlignMode.BOTH, default_layout=_default_layout(op),
-                      engine=Engine.RDMA)
+        return OpAttr(
+            align_mode=AlignMode.BOTH, default_layout=_default_layout(op), engine=Engine.RDMA
+        )
 
 
 class LoadVar(OpDef):
@@ -89,8 +90,9 @@ class LoadVar(OpDef):
     num_operands = 1
 
     def op_attr(self, op: Op) -> OpAttr:
-        return OpAttr(align_mode=AlignMode.BOTH, default_layout=_default_layout(op),
-                      engine=Engine.RDMA)
+        return OpAttr(
+            align_mode=AlignMode.BOTH, default_layout=_default_layout(op), engine=Engine.RDMA
+        )
 
     def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
         return (inputs[0].copy(),)
@@ -105,8 +107,9 @@ class StoreVar(OpDef):
     num_operands = 1
 
     def op_attr(self, op: Op) -> OpAttr:
-        return OpAttr(align_mode=AlignMode.BOTH, default_layout=_default_layout(op),
-                      engine=Engine.WDMA)
+        return OpAttr(
+            align_mode=AlignMode.BOTH, default_layout=_default_layout(op), engine=Engine.WDMA
+        )
 
     def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
         return (inputs[0].copy(),)

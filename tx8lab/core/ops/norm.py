@@ -171,8 +171,12 @@ class BatchNorm_Inference(OpDef):
             if ttype.dtype != "f32":
                 raise self.fail(f"{name} must be f32 (seed 001), got {ttype}")
             shape = ttype.shape
-            if not shape or shape[-1] != c or any(d != 1 for d in shape[:-1]) or (
-                    len(shape) > x.rank):
+            if (
+                not shape
+                or shape[-1] != c
+                or any(d != 1 for d in shape[:-1])
+                or (len(shape) > x.rank)
+            ):
                 raise self.fail(f"{name} must be [{c}] or 1x..x1x{c}, got {ttype}")
         return (x,)
 

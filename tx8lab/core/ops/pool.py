@@ -67,13 +67,13 @@ class _Pool2d(OpDef):
 
     def padded(self, op: Op, x: Array, fill: Any) -> tuple[Array, Array]:
         """(x padded to cover every window incl. the ceil overhang, window view)."""
-        kernel, strides, (pt, pl, pb, pr), (oh, ow) = self.geometry(op.operands[0].type,
-                                                                     op.attrs)
+        kernel, strides, (pt, pl, pb, pr), (oh, ow) = self.geometry(op.operands[0].type, op.attrs)
         _, h, w, _ = x.shape
         extra_h = max(0, (oh - 1) * strides[0] + kernel[0] - (h + pt + pb))
         extra_w = max(0, (ow - 1) * strides[1] + kernel[1] - (w + pl + pr))
-        xp = np.pad(x, ((0, 0), (pt, pb + extra_h), (pl, pr + extra_w), (0, 0)),
-                    constant_values=fill)
+        xp = np.pad(
+            x, ((0, 0), (pt, pb + extra_h), (pl, pr + extra_w), (0, 0)), constant_values=fill
+        )
         return xp, windows(xp, kernel, strides, (1, 1), (oh, ow))
 
 
@@ -112,8 +112,7 @@ class AvgPool2d(_Pool2d):
         xp, win = self.padded(op, work, 0)
         total = win.sum(axis=(-2, -1))
         # cells counted per window: a mask padded like x, reduced by the same windows
-        kernel, strides, (pt, pl, pb, pr), (oh, ow) = self.geometry(
-            op.operands[0].type, op.attrs)
+        kernel, strides, (pt, pl, pb, pr), (oh, ow) = self.geometry(op.operands[0].type, op.attrs)
         _, h, w, _ = x.shape
         if self.attr(op, "count_include_pad"):
             mask = np.zeros((1, xp.shape[1], xp.shape[2], 1), dtype=np.float64)

@@ -47,8 +47,11 @@ class _Reduce(OpDef):
         x = operands[0]
         axes = self.axes(x.rank, attrs)
         keep = bool(self.attr(attrs, "keepdims"))
-        shape = [1 if i in axes else d for i, d in enumerate(x.shape)] if keep else [
-            d for i, d in enumerate(x.shape) if i not in axes]
+        shape = (
+            [1 if i in axes else d for i, d in enumerate(x.shape)]
+            if keep
+            else [d for i, d in enumerate(x.shape) if i not in axes]
+        )
         return (x.with_shape(shape),)
 
     def op_attr(self, op: Op) -> OpAttr:
