@@ -10,6 +10,9 @@ Readings chosen where the seed is vague:
   with ``eff = (k - 1) * d + 1`` (ONNX, floor).
 - x, w and bias have the same element type; integers accumulate exactly in int64.
 - ``needPresetToNPU`` stays false: the seeds set it only for BatchNorm_Inference.
+- ``layout_str`` (seed 001 layoutInitPass) is ``NHWC-OHWI-NHWC``, with the bias's
+  ``Tensor`` before the output when there is one: the seed's example weight layouts are
+  OIHW/HWOI, and this library's weight is ``[Cout, KH, KW, Cin/group]``, i.e. OHWI.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from tx8lab.core.ir import Op, TensorType
+from tx8lab.core.layout_str import NHWC, OHWI, join_layout, tensor_layout
 from tx8lab.core.ops.common import NE, align_attr, int_tuple, same_dtype
 from tx8lab.core.ops.registry import Array, AttrSpec, OpAttr, OpDef, f32
 
@@ -176,6 +180,11 @@ class Conv2d(OpDef):
 
     def op_attr(self, op: Op) -> OpAttr:
         return align_attr(op, engine=NE)
+
+    def init_layout(self, op: Op) -> str | None:
+        # seed 001 layoutInitPass: feature layout, weight layout (here OHWI), [bias], output
+        bias = [tensor_layout(v.type.shape) for v in op.operands[2:]]
+        return join_layout([NHWC, OHWI, *bias, NHWC])
 
     def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
         strides, pads, dilations, group = self.params(op.attrs)

@@ -21,6 +21,12 @@ Readings chosen where the seed is vague:
 - Unpack reads each int8 byte as two signed int4: the low nibble first, then the high.
 - Convert rounds like the chip (``dtypes.round_to``): floats to integers truncate toward
   zero, integers wrap, anything to i1 is ``!= 0``.
+- Layout inference (seed 001 ``inferLayout``): Reshape, Broadcast (the seed's examples),
+  Gather and Embedding stop it, since their result dims do not mean what the operand's
+  meant. Transpose permutes a dimension-named layout (NHWC -> NCHW) and keeps a
+  ``Tensor``-family one only when dim 0 stays in place. Concatenate, Split, Slice, Pad,
+  Scatter, Convert, Resize and Unpack carry it (each dim keeps its meaning; ``Tensor`` vs
+  ``NTensor`` is re-derived from the new shape). Tuple result i takes operand i's.
 """
 
 from __future__ import annotations
@@ -33,6 +39,14 @@ import numpy as np
 from tx8lab.core.attrs import AlignMode
 from tx8lab.core.dtypes import check_dtype, round_to
 from tx8lab.core.ir import Op, TensorType
+from tx8lab.core.layout_str import (
+    TENSOR_FAMILY,
+    carry_layout,
+    is_dim_named,
+    is_known,
+    join_layout,
+    permute_layout,
+)
 from tx8lab.core.ops.common import (
     INDEX_DTYPES,
     align_attr,
@@ -40,7 +54,7 @@ from tx8lab.core.ops.common import (
     int_tuple,
     norm_axis,
 )
-from tx8lab.core.ops.registry import ALL_BITS, Array, AttrSpec, OpAttr, OpDef
+from tx8lab.core.ops.registry import ALL_BITS, Array, AttrSpec, OpAttr, OpDef, StopsLayout
 from tx8lab.errors import Tx8labError
 
 
@@ -60,7 +74,7 @@ class _AlignDataOp(_DataOp):
         return align_attr(op)
 
 
-class Reshape(_DataOp):
+class Reshape(StopsLayout, _DataOp):
     """Same data, another shape (one -1 entry inferred)."""
 
     kind: ClassVar[str] = "tx8be.Reshape"
@@ -121,6 +135,32 @@ class Transpose(_AlignDataOp):
         x = operands[0]
         perm = self.perm(x.rank, attrs)
         return (x.with_shape([x.shape[p] for p in perm]),)
+
+    def infer_layout(self, op: Op, operand_layouts: Sequence[str | None]) -> str | None:
+        return self._permuted(op, operand_layouts[0], op.results[0].type.shape, inverse=False)
+
+    def infer_operand_layouts(
+        self, op: Op, result_layouts: Sequence[str | None]
+    ) -> list[str | None]:
+        shape = op.operands[0].type.shape
+        return [self._permuted(op, result_layouts[0], shape, inverse=True)]
+
+    def _permuted(
+        self, op: Op, layout: str | None, shape: tuple[int, ...], inverse: bool
+    ) -> str | None:
+        """The layout ``layout`` becomes under the op's permutation, or None.
+
+        NHWC with perm (0, 3, 1, 2) is NCHW; a Tensor-family layout survives a perm that
+        keeps dim 0 (the batch) in place; anything else cannot be carried.
+        """
+        perm = self.perm(len(shape), op.attrs)
+        if inverse:
+            perm = tuple(perm.index(i) for i in range(len(perm)))
+        if layout in TENSOR_FAMILY:
+            return carry_layout(layout, shape) if perm[:1] in ((), (0,)) else None
+        if layout is not None and is_dim_named(layout):
+            return permute_layout(layout, perm)
+        return None
 
     def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
         return (np.transpose(inputs[0], self.perm(inputs[0].ndim, op.attrs)),)
@@ -281,7 +321,7 @@ class Pad(_AlignDataOp):
         return (np.pad(x, self.pads(x.ndim, op.attrs), constant_values=fill),)
 
 
-class Broadcast(_DataOp):
+class Broadcast(StopsLayout, _DataOp):
     """numpy.broadcast_to(x, shape)."""
 
     kind: ClassVar[str] = "tx8be.Broadcast"
@@ -320,7 +360,7 @@ def _in_range(opdef: OpDef, indices: Array, size: int) -> Array:
     return np.where(idx < 0, idx + size, idx)
 
 
-class Gather(_DataOp):
+class Gather(StopsLayout, _DataOp):
     """numpy.take(data, indices, axis)."""
 
     kind: ClassVar[str] = "tx8be.Gather"
@@ -345,7 +385,7 @@ class Gather(_DataOp):
         return (np.take(data, _in_range(self, indices, data.shape[axis]), axis=axis),)
 
 
-class Embedding(_DataOp):
+class Embedding(StopsLayout, _DataOp):
     """Rows of a [V, D] table picked by indices; the table is not loaded (seed 001)."""
 
     kind: ClassVar[str] = "tx8be.Embedding"
@@ -500,6 +540,17 @@ class Tuple(_DataOp):
         self, operands: Sequence[TensorType], attrs: Mapping[str, Any]
     ) -> tuple[TensorType, ...]:
         return tuple(operands)
+
+    def infer_layout(self, op: Op, operand_layouts: Sequence[str | None]) -> str | None:
+        # result i is operand i: all known, or nothing yet
+        if not all(is_known(layout) for layout in operand_layouts):
+            return None
+        return join_layout(list(operand_layouts))
+
+    def infer_operand_layouts(
+        self, op: Op, result_layouts: Sequence[str | None]
+    ) -> list[str | None]:
+        return [layout if is_known(layout) else None for layout in result_layouts]
 
     def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
         return tuple(inputs)

@@ -9,6 +9,8 @@ Readings chosen where the seed is vague:
 - ``infer_type`` cannot work from operand types alone: a group's result types are the
   types of its body's ``tx8be.Return`` operands, so it raises a clear error instead.
 - ``compute`` is never called (the interpreter walks the body); it raises if it is.
+- Layout inference answers None: ``layout-transmit`` propagates through the body's ops
+  (block argument i is operand i, result j is the Return's operand j).
 """
 
 from __future__ import annotations
@@ -18,10 +20,10 @@ from typing import Any, ClassVar
 
 from tx8lab.core.ir import Op, TensorType
 from tx8lab.core.ops.common import both_attr
-from tx8lab.core.ops.registry import Array, OpAttr, OpDef
+from tx8lab.core.ops.registry import Array, OpAttr, StopsLayout
 
 
-class Group(OpDef):
+class Group(StopsLayout):
     """A fused group of ops: one region whose tx8be.Return gives the results."""
 
     kind: ClassVar[str] = "tx8be.Group"

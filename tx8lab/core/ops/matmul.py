@@ -9,6 +9,8 @@ Readings chosen where the seed is vague:
 - MatMul takes rank >= 2 operands with numpy-broadcast batch dimensions; the importer
   reshapes rank-1 operands first. BatchMatMul needs equal batch dimensions.
 - Integer products are exact (int64 accumulation); float products use float32 matmul.
+- ``layout_str`` (seed 001 layoutInitPass) is ``Tensor``/``NTensor`` for every operand
+  and the result, by each one's dim 0: "Tensor-Tensor-Tensor" for a Gemm of [1, K] rows.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tx8lab.core.ir import Op, TensorType
+from tx8lab.core.layout_str import join_layout, tensor_layout
 from tx8lab.core.ops.common import NE, align_attr, same_dtype
 from tx8lab.core.ops.registry import Array, AttrSpec, OpAttr, OpDef, f32
 
@@ -36,6 +39,10 @@ class _NeOp(OpDef):
 
     def op_attr(self, op: Op) -> OpAttr:
         return align_attr(op, engine=NE)
+
+    def init_layout(self, op: Op) -> str | None:
+        # seed 001 layoutInitPass: "GemmOP layout_str = Tensor-Tensor-Tensor"
+        return join_layout([tensor_layout(v.type.shape) for v in (*op.operands, *op.results)])
 
 
 class Gemm(_NeOp):

@@ -7,6 +7,10 @@ Readings chosen where the seed is vague:
 - ``axes`` is required and non-empty, may hold negative axes, and must not repeat an axis.
 - Float sums and means accumulate in float64 and round once to float32; integer sums are
   exact (int64), an integer mean truncates toward zero.
+- Layout inference: with ``keepdims`` the dims keep their meaning (NHWC stays NHWC);
+  without it a ``Tensor``-family layout is re-derived from the result's shape and a
+  dimension-named one (NHWC) cannot be carried. Backward, only ``keepdims`` carries: the
+  operand of a rank-dropping reduce may well be an NHWC map.
 """
 
 from __future__ import annotations
@@ -17,8 +21,17 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tx8lab.core.ir import Op, TensorType
+from tx8lab.core.layout_str import TENSOR_FAMILY, carry_layout
 from tx8lab.core.ops.common import align_attr, int_tuple, norm_axis
-from tx8lab.core.ops.registry import Array, AttrSpec, OpAttr, OpDef, f32
+from tx8lab.core.ops.registry import (
+    Array,
+    AttrSpec,
+    OpAttr,
+    OpDef,
+    carry_backward,
+    carry_forward,
+    f32,
+)
 
 
 class _Reduce(OpDef):
@@ -56,6 +69,22 @@ class _Reduce(OpDef):
 
     def op_attr(self, op: Op) -> OpAttr:
         return align_attr(op)
+
+    def infer_layout(self, op: Op, operand_layouts: Sequence[str | None]) -> str | None:
+        if self.attr(op, "keepdims"):
+            return carry_forward(op, operand_layouts)
+        # dropped axes: a Tensor-family layout is re-derived, named dims lose their meaning
+        layout = operand_layouts[0]
+        if layout in TENSOR_FAMILY:
+            return carry_layout(layout, op.results[0].type.shape)
+        return None
+
+    def infer_operand_layouts(
+        self, op: Op, result_layouts: Sequence[str | None]
+    ) -> list[str | None]:
+        if self.attr(op, "keepdims"):
+            return carry_backward(op, result_layouts)
+        return [None]
 
     def reduce(self, x: Array, axes: tuple[int, ...], keepdims: bool) -> Array:
         """The numpy reduction."""

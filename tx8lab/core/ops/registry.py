@@ -8,7 +8,9 @@ in ``tx8lab.core.ops`` maps ``"tx8be.<Name>"`` to an instance.
 |---|---|
 | ``inferShapes`` | :meth:`OpDef.infer_type` (from operand types and attributes, so a builder can
   create the op) |
-| ``inferLayout`` | :meth:`OpDef.infer_layout` |
+| ``inferLayout`` | :meth:`OpDef.infer_layout` (forward), :meth:`OpDef.infer_operand_layouts`
+  (backward) |
+| ``layoutInitPass`` start | :meth:`OpDef.init_layout` (Gemm/MatMul/BatchMatMul, Conv) |
 | ``queryOpAttr`` | :meth:`OpDef.op_attr` -> :class:`OpAttr` |
 | seed 000 AlignMode rules | :meth:`OpDef.align_mode` |
 | ``compute`` | :meth:`OpDef.compute` (numpy) |
@@ -22,6 +24,10 @@ Readings chosen where the seed is vague:
   printed (as MLIR leaves default-valued attributes out). Undeclared attributes are
   allowed: they are discardable attributes that passes attach (``layout_str``,
   ``dev_info``, ``group_tag`` ...).
+- Seed ``inferLayout`` is two methods, forward (:meth:`OpDef.infer_layout`) and backward
+  (:meth:`OpDef.infer_operand_layouts`), because ``layoutTransmitPass`` propagates both
+  ways; either answers None where the op cannot carry a layout, which stops the pass
+  there. Strings go through :mod:`tx8lab.core.layout_str`.
 """
 
 from __future__ import annotations
@@ -36,6 +42,13 @@ import numpy.typing as npt
 
 from tx8lab.core.attrs import AlignMode, DevInfo, Engine, ParallelAttr
 from tx8lab.core.ir import Op, TensorType
+from tx8lab.core.layout_str import (
+    carry_layout,
+    is_known,
+    join_layout,
+    split_layout,
+    tensor_layout,
+)
 from tx8lab.errors import Tx8labError
 
 ALL_BITS = 0xFFFFFFFFFFFFFFFF
@@ -187,10 +200,46 @@ class OpDef:
     ) -> tuple[TensorType, ...]:
         return (operands[0],)
 
-    def infer_layout(self, op: Op, operand_layouts: Sequence[str]) -> str | None:
-        """Output ``layout_str`` from the operands' (seed ``inferLayout``); None = cannot."""
-        known = [layout for layout in operand_layouts if layout not in ("", "Unknown")]
-        return known[0] if known else None
+    def init_layout(self, op: Op) -> str | None:
+        """Seed ``layoutInitPass``: the ``layout_str`` the op starts with; None = ``Unknown``.
+
+        Only ops whose layout the hardware fixes have one (the NE's Gemm/MatMul/BatchMatMul
+        and Conv); ``layout-transmit`` spreads them to the rest of the graph.
+        """
+        return None
+
+    def infer_layout(self, op: Op, operand_layouts: Sequence[str | None]) -> str | None:
+        """Seed ``inferLayout``: the results' part of ``layout_str`` from the operands' layouts.
+
+        ``operand_layouts`` has one entry per operand (None or ``Unknown``: not known yet).
+        Returns one layout per result joined by ``-`` (one name for a one-result op), or
+        None when the op cannot say, which stops ``layout-transmit`` there. An op with an
+        :meth:`init_layout` always gives its own; the default carries the first known
+        layout of an operand with the result's rank (elementwise ops, activations, norms).
+        """
+        fixed = self._fixed_layouts(op)
+        if fixed is not None:
+            return join_layout(fixed[len(op.operands) :]) if op.results else None
+        return carry_forward(op, operand_layouts)
+
+    def infer_operand_layouts(
+        self, op: Op, result_layouts: Sequence[str | None]
+    ) -> list[str | None]:
+        """Backward ``inferLayout``: each operand's layout from the results' (None: cannot).
+
+        The default gives every operand of the first known result's rank that result's
+        layout, carried to the operand's shape; other operands (a broadcast bias) get None.
+        """
+        fixed = self._fixed_layouts(op)
+        if fixed is not None:
+            return fixed[: len(op.operands)]
+        return carry_backward(op, result_layouts)
+
+    def _fixed_layouts(self, op: Op) -> list[str | None] | None:
+        fixed = self.init_layout(op)
+        if fixed is None:
+            return None
+        return split_layout(fixed, len(op.operands) + len(op.results), op.label)
 
     def op_attr(self, op: Op) -> OpAttr:
         """Seed ``queryOpAttr``; the default is the seed's default ``OpAttr``."""
@@ -230,15 +279,63 @@ class OpDef:
         raise NotImplementedError(f"{self.kind}: codegen comes with the codegen issue")
 
 
+class StopsLayout(OpDef):
+    """Layout inference for ops whose result dims lose what the operands' dims meant.
+
+    Seed 001: "遇到无法推导的节点 (如 Reshape, BroadCast) 则终止推导": both directions
+    answer None, so ``layout-transmit`` stops there. Mixed in before the op's base class.
+    """
+
+    def infer_layout(self, op: Op, operand_layouts: Sequence[str | None]) -> str | None:
+        return None
+
+    def infer_operand_layouts(
+        self, op: Op, result_layouts: Sequence[str | None]
+    ) -> list[str | None]:
+        return [None] * len(op.operands)
+
+
 def _default_layout(op: Op) -> str:
-    """Seed: ``Tensor`` when dim 0 is 1 (or rank 0), ``NTensor`` otherwise."""
+    """Seed: ``Tensor`` when dim 0 is 1 (no batch), ``NTensor`` otherwise (first operand)."""
     if op.operands:
         shape = op.operands[0].type.shape
     elif op.results:
         shape = op.results[0].type.shape
     else:
         shape = ()
-    return "Tensor" if not shape or shape[0] == 1 else "NTensor"
+    return tensor_layout(shape)
+
+
+def carry_forward(op: Op, operand_layouts: Sequence[str | None]) -> str | None:
+    """The first known layout of an operand with result 0's rank, carried to every result.
+
+    The default :meth:`OpDef.infer_layout`: right for ops whose result dims mean what
+    their full-rank operands' dims mean (elementwise, activations, norms, Concatenate,
+    Slice, Pad, pools on NHWC ...). None when no such operand is known yet.
+    """
+    if not op.results or len(operand_layouts) != len(op.operands):
+        return None
+    rank = op.results[0].type.rank
+    for layout, value in zip(operand_layouts, op.operands, strict=True):
+        if is_known(layout) and value.type.rank == rank:
+            parts = [carry_layout(layout, r.type.shape) for r in op.results]
+            return None if None in parts else join_layout(parts)
+    return None
+
+
+def carry_backward(op: Op, result_layouts: Sequence[str | None]) -> list[str | None]:
+    """The default :meth:`OpDef.infer_operand_layouts`.
+
+    The first known result's layout, carried to each operand of its rank; None for the
+    other operands.
+    """
+    for layout, result in zip(result_layouts, op.results, strict=False):
+        if is_known(layout):
+            return [
+                carry_layout(layout, v.type.shape) if v.type.rank == result.type.rank else None
+                for v in op.operands
+            ]
+    return [None] * len(op.operands)
 
 
 def as_tuple(value: Any) -> tuple[Any, ...]:
