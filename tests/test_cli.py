@@ -15,6 +15,7 @@ from tx8lab import cli
 from tx8lab._tools import run_mlir_opt
 from tx8lab.cli import main
 from tx8lab.core.ir import Builder
+from tx8lab.core.passes import DEFAULT_PIPELINE
 from tx8lab.core.text import parse_module, print_module
 from tx8lab.core.zoo import MODELS
 
@@ -69,7 +70,7 @@ def test_run_writes_the_json_report(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert report["model"] == "tiny_cnn"
     assert report["model_args"] == {"channels": "4"}
     assert report["num_ops"] > 0
-    assert [p["name"] for p in report["passes"]] == ["fold-constants", "dce"]
+    assert [p["name"] for p in report["passes"]] == DEFAULT_PIPELINE
     for entry in report["passes"]:
         assert {
             "name",
@@ -84,8 +85,13 @@ def test_run_writes_the_json_report(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert report["hw"]["preset"] == "tx81"
     assert report["hw"]["values"]["tile"]["spm_bytes"] == 2 * 1024 * 1024
     assert report["hw"]["overrides"] == {"tile.spm_bytes": "2Mi"}
+    # the layout passes ran: their section counts the ChannelNorms actually in the IR
+    layout = report["layout"]
+    assert layout["strategy"] == "greedy"
+    assert layout["channel_norms"] <= layout["channel_norms_inserted"]
+    assert layout["channel_norms_greedy"] == layout["channel_norms_inserted"]
     # sections whose passes do not exist yet are absent, not faked
-    for absent in ("layout", "groups", "total_cycles"):
+    for absent in ("groups", "total_cycles"):
         assert absent not in report
 
 
@@ -101,7 +107,8 @@ def test_run_as_a_subprocess(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     report = json.loads((tmp_path / "out.json").read_text())
     assert report["model"] == "tiny_cnn"
-    assert report["num_ops"] == report["num_ops_final"]
+    # nothing folds in tiny_cnn; the only new ops are the ChannelNorms left after layout-align-opt
+    assert report["num_ops_final"] == report["num_ops"] + report["layout"]["channel_norms"]
 
 
 def test_run_until_and_passes(capsys: pytest.CaptureFixture[str]) -> None:
@@ -133,7 +140,7 @@ def test_print_ir_after_all_parses(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "fold-constants" in err  # the pass table moves to stderr
     assert out.startswith("// tx8lab run ")
     chunks = _chunks(out)
-    assert [name for name, _ in chunks] == ["fold-constants", "dce"]
+    assert [name for name, _ in chunks] == DEFAULT_PIPELINE
     assert "dense_resource<__elided__>" in out  # the 4 KiB folded table
     dce_text = chunks[1][1]
     assert "tx8be.Neg" not in dce_text
@@ -143,7 +150,7 @@ def test_print_ir_after_all_parses(tmp_path: Path, capsys: pytest.CaptureFixture
         module = parse_module(text.replace("dense_resource<__elided__>", "dense<0.0>"))
         assert module.num_ops > 0
     small, _ = _dump(["run", "tiny_cnn"], capsys)
-    for (_, text), step in zip(_chunks(small), range(2), strict=True):
+    for step, (_, text) in enumerate(_chunks(small)):
         assert print_module(parse_module(text)) == text.strip() + "\n", step
 
 
@@ -155,7 +162,8 @@ def test_print_ir_after_all_is_accepted_by_mlir_opt(
         out, _ = _dump(argv, capsys)
         whole = run_mlir_opt(out, "--split-input-file", mlir_opt=mlir_opt)
         assert whole.returncode == 0, whole.stderr
-        assert whole.stdout.count("// -----") == 2  # empty first chunk + one per pass
+        # one separator per pass (the first chunk, before any header, is empty)
+        assert whole.stdout.count("// -----") == len(DEFAULT_PIPELINE)
         for name, text in _chunks(out):
             alone = run_mlir_opt(text, mlir_opt=mlir_opt)
             assert alone.returncode == 0, f"{name}: {alone.stderr}"

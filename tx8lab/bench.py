@@ -2,7 +2,10 @@
 
 Prints, per model: ops, build, print, parse, verify, interpret and copy times, then for a
 synthetic 10k-op module the same, and the ratio time(40k ops) / time(10k ops) for build,
-print, parse and verify (linear scaling gives about 4). Prints figures, never fails on time.
+print, parse and verify (linear scaling gives about 4). Then, per zoo model and for
+synthetic 10k/40k-op layout modules: the ChannelNorms layout-align-npu inserts with the
+greedy and the optimal strategy (and how many layout-align-opt leaves), with pass times.
+Prints figures, never fails on time.
 """
 
 from __future__ import annotations
@@ -65,6 +68,65 @@ def synthetic_module(num_ops: int, seed: int = 0) -> Module:
     outputs = [v for i, v in enumerate(values) if i not in used and i > 0]
     b.output(*(outputs or values[-1:]))
     return b.finish()
+
+
+def synthetic_layout_module(num_ops: int, seed: int = 0) -> Module:
+    """A module of ``num_ops`` ops that mixes every kind of layout rule, for layout-align.
+
+    1x1 Conv2d (ALIGN only, with a weight constant), rank-3 Reshapes (odd rank: NALIGN),
+    Reshapes back to rank 4, Relu and Add (BOTH) and Mul by a [16] constant (broadcast),
+    each reading one or two of the last 16 values.
+    """
+    rng = np.random.default_rng(seed)
+    b = Builder(model=f"synthetic_layout_{num_ops}")
+    values = [b.input((1, 8, 8, 16), "f16")]
+    used: set[int] = set()
+    made = 0
+    while made < num_ops:
+        pick = float(rng.random())
+        a = int(rng.integers(max(0, len(values) - 16), len(values)))
+        used.add(a)
+        if pick < 0.15:
+            weight = b.weight((16, 1, 1, 16), "f16", scale=0.25)
+            values.append(b.op("Conv2d", values[a], weight))
+            made += 2
+        elif pick < 0.3:
+            flat = b.op("Reshape", values[a], shape=(1, 64, 16))
+            values.append(b.op("Reshape", b.op("Relu", flat), shape=(1, 8, 8, 16)))
+            made += 3
+        elif pick < 0.4:
+            values.append(b.op("Mul", values[a], b.weight((16,), "f16")))
+            made += 2
+        elif pick < 0.7:
+            values.append(b.op("Relu", values[a]))
+            made += 1
+        else:
+            c = int(rng.integers(max(0, len(values) - 16), len(values)))
+            used.add(c)
+            values.append(b.op("Add", values[a], values[c]))
+            made += 1
+    outputs = [v for i, v in enumerate(values) if i not in used and i > 0]
+    b.output(*(outputs or values[-1:]))
+    return b.finish()
+
+
+def layout_figures(module: Module) -> dict[str, Any]:
+    """ChannelNorms inserted by each layout-align-npu strategy, and each one's time."""
+    from tx8lab.core.passes.layout_align import LayoutAlignToNPU
+    from tx8lab.core.passes.layout_align_opt import LayoutAlignOpt
+    from tx8lab.hw import TX81
+
+    row: dict[str, Any] = {"ops": module.num_ops}
+    for strategy in ("greedy", "optimal"):
+        seconds, result = _time(
+            functools.partial(LayoutAlignToNPU(strategy=strategy, compare=False).run, module, TX81)
+        )
+        row[f"{strategy}_s"] = seconds
+        row[strategy] = result.stats["channel_norms"]
+        opt_s, cleaned = _time(functools.partial(LayoutAlignOpt().run, result.module, TX81))
+        row[f"{strategy}_after_opt"] = cleaned.stats["channel_norms"]
+        row["opt_s"] = opt_s
+    return row
 
 
 def _time(fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -135,7 +197,40 @@ def main(argv: list[str] | None = None) -> int:
             for key in ("build_s", "print_s", "parse_s", "verify_s")
         )
         print(f"\ntime(40k ops) / time(10k ops), linear = 4: {ratios}")
+    _layout_table(zoo, args.quick)
     return 0
+
+
+def _layout_table(zoo: Any, quick: bool) -> None:
+    from tx8lab.core.passes.layout_align import LayoutAlignToNPU
+    from tx8lab.hw import TX81
+
+    # the first optimal run imports scipy; keep that out of the figures
+    LayoutAlignToNPU(strategy="optimal").run(zoo.build("tiny_cnn"), TX81)
+    print("\nlayout-align-npu: ChannelNorms inserted (and left after layout-align-opt), pass time")
+    header = (
+        f"{'case':34} {'ops':>7} {'greedy':>7} {'(opt)':>6} {'optimal':>8} {'(opt)':>6} "
+        f"{'greedy ms':>10} {'optimal ms':>11}"
+    )
+    print(header)
+    print("-" * len(header))
+    cases: list[tuple[str, Callable[[], Module]]] = [
+        (name, functools.partial(zoo.build, name)) for name in zoo.MODELS
+    ]
+    cases.append(
+        ("llama_decoder(layers=32)", functools.partial(zoo.build, "llama_decoder", layers=32))
+    )
+    cases.append(("synthetic layout 10000", functools.partial(synthetic_layout_module, 10_000)))
+    if not quick:
+        cases.append(("synthetic layout 40000", functools.partial(synthetic_layout_module, 40_000)))
+    for label, build in cases:
+        row = layout_figures(build())
+        print(
+            f"{label:34} {row['ops']:>7} {row['greedy']:>7} {row['greedy_after_opt']:>6} "
+            f"{row['optimal']:>8} {row['optimal_after_opt']:>6} "
+            f"{row['greedy_s'] * 1e3:>10.1f} {row['optimal_s'] * 1e3:>11.1f}",
+            flush=True,
+        )
 
 
 def _print_row(label: str, row: dict[str, Any]) -> None:

@@ -178,6 +178,9 @@ def test_layout_names_follow_dim_zero() -> None:
     assert layout_for((2, 8, 8, 64), aligned=True) is LayoutMode.NCx
     assert layout_for((1, 64), aligned=False) is LayoutMode.Tensor
     assert layout_for((4, 64), aligned=False) is LayoutMode.NTensor
+    # rank <= 1: the one dimension is C, never a batch
+    assert layout_for((16,), aligned=True) is LayoutMode.Cx
+    assert layout_for((), aligned=False) is LayoutMode.Tensor
 
 
 def test_clear_errors() -> None:

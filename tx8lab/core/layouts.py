@@ -154,8 +154,13 @@ def geometry(shape: tuple[int, ...], dtype: str, layout: LayoutMode | str) -> Ge
 
 
 def layout_for(shape: tuple[int, ...], aligned: bool) -> LayoutMode:
-    """The layout name the compiler gives a tensor: N- prefixed when dim 0 is not 1."""
-    batched = bool(shape) and shape[0] != 1
+    """The layout name the compiler gives a tensor: N- prefixed when dim 0 is not 1.
+
+    A tensor of rank 0 or 1 has no batch dimension (its one dimension is C, as the
+    placement treats it), so it is always ``Tensor``/``Cx``: seed 001's
+    ConstChannelNormErase stores a 1-D constant as ``Cx``.
+    """
+    batched = len(shape) >= 2 and shape[0] != 1
     if aligned:
         return LayoutMode.NCx if batched else LayoutMode.Cx
     return LayoutMode.NTensor if batched else LayoutMode.Tensor

@@ -7,7 +7,7 @@ and values).
 Readings chosen:
 
 - A section whose pass has not run is **absent**, never faked: ``layout`` appears only
-  when a ``layout-align-npu`` step ran (it counts that step's ChannelNorms); ``groups`` and
+  when a ``layout-align-npu`` step ran (see :func:`layout_section`); ``groups`` and
   ``total_cycles`` only when a ``group-cost`` step ran, taken from that step's
   ``artifacts["groups"]`` and ``stats["total_cycles"]`` (the contract for that pass).
 - ``num_ops`` counts the input module's ops (nested ones included, terminators not);
@@ -84,6 +84,39 @@ def hw_to_json(hw: ChipConfig) -> dict[str, Any]:
     return {"preset": hw.name, "values": to_jsonable(hw.to_dict())}
 
 
+def _count_norms(module: Module) -> int:
+    return sum(1 for op in module.walk() if op.kind == "tx8be.ChannelNorm")
+
+
+def layout_section(align: Step, opt: Step | None) -> dict[str, Any]:
+    """The report's ``layout`` section from the layout-align-npu (and -opt) steps.
+
+    ``channel_norms`` counts the ChannelNorms left after the layout passes (after
+    layout-align-opt when it ran); ``channel_norms_inserted`` those layout-align-npu
+    inserted with its strategy; ``channel_norms_greedy`` / ``_optimal`` what each strategy
+    inserts (the one not run is counted too unless its ``compare`` knob is off, and is
+    then absent); ``rules`` how many ops each seed-000 rule colored.
+    """
+    stats = align.stats
+    section: dict[str, Any] = {
+        "channel_norms": _count_norms((opt or align).after),
+        "channel_norms_inserted": stats.get("channel_norms"),
+        "strategy": stats.get("strategy"),
+    }
+    for key in ("channel_norms_greedy", "channel_norms_optimal"):
+        if key in stats:
+            section[key] = stats[key]
+    section["rules"] = {
+        key.removeprefix("rule_"): value for key, value in stats.items() if key.startswith("rule_")
+    }
+    if opt is not None:
+        section["erased"] = {
+            "const": opt.stats.get("erased_const", 0),
+            "redundant": opt.stats.get("erased_redundant", 0),
+        }
+    return section
+
+
 def build_report(
     module: Module,
     steps: Iterable[Step],
@@ -115,9 +148,7 @@ def build_report(
     by_name = {s.name: s for s in steps}
     layout = by_name.get("layout-align-npu")
     if layout is not None:
-        report["layout"] = {
-            "channel_norms": sum(1 for op in layout.after.walk() if op.kind == "tx8be.ChannelNorm"),
-        }
+        report["layout"] = layout_section(layout, by_name.get("layout-align-opt"))
     cost = by_name.get("group-cost")
     if cost is not None:
         if "groups" in cost.result.artifacts:
@@ -136,6 +167,7 @@ __all__ = [
     "REPORT_VERSION",
     "build_report",
     "hw_to_json",
+    "layout_section",
     "step_to_json",
     "to_jsonable",
     "write_report",

@@ -13,14 +13,28 @@ from typing import Any
 
 from tx8lab.core.passes.dce import DCE
 from tx8lab.core.passes.fold_constants import FoldConstants
+from tx8lab.core.passes.layout_align import LayoutAlignToNPU
+from tx8lab.core.passes.layout_align_opt import LayoutAlignOpt
+from tx8lab.core.passes.layout_init import LayoutInit
+from tx8lab.core.passes.layout_transmit import LayoutTransmit
 from tx8lab.core.pipeline import Pass, resolve_passes
 from tx8lab.errors import Tx8labError
 
 #: Pass name -> pass class (the only registry).
-PASSES: dict[str, type[Pass]] = {p.name: p for p in (FoldConstants, DCE)}
+PASSES: dict[str, type[Pass]] = {
+    p.name: p
+    for p in (FoldConstants, DCE, LayoutInit, LayoutTransmit, LayoutAlignToNPU, LayoutAlignOpt)
+}
 
 #: Passes ``tx8lab run`` runs when no pipeline is named, in order.
-DEFAULT_PIPELINE: list[str] = ["fold-constants", "dce"]
+DEFAULT_PIPELINE: list[str] = [
+    "fold-constants",
+    "dce",
+    "layout-init",
+    "layout-transmit",
+    "layout-align-npu",
+    "layout-align-opt",
+]
 
 
 def get_pass(name: str) -> type[Pass]:
@@ -68,6 +82,8 @@ __all__ = [
     "DEFAULT_PIPELINE",
     "PASSES",
     "FoldConstants",
+    "LayoutInit",
+    "LayoutTransmit",
     "build_pipeline",
     "describe_passes",
     "get_pass",

@@ -1,0 +1,305 @@
+"""layout-align-npu and layout-align-opt: seed 000's rules, the optimal mode, value keeping.
+
+The golden files in ``tests/golden/layout_align*/`` show one rule each; these tests cover
+what a golden file cannot: every zoo model and random modules (hypothesis), the
+optimal <= greedy bound, the seed demo, and the report section.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.strategies import modules
+from tx8lab.core import Builder, interpret, random_inputs, verify, zoo
+from tx8lab.core.attrs import DevInfo, LayoutMode
+from tx8lab.core.ir import Module
+from tx8lab.core.passes import build_pipeline
+from tx8lab.core.passes.layout_align import (
+    FIXED_RULES,
+    LayoutAlignToNPU,
+    _Graph,
+    alignment_conflicts,
+    coloring_problem,
+    greedy_colors,
+    plan_conversions,
+)
+from tx8lab.core.passes.layout_align_opt import LayoutAlignOpt
+from tx8lab.core.passes.layout_mincut import cost
+from tx8lab.core.pipeline import run_pipeline
+from tx8lab.core.report import build_report
+from tx8lab.hw import TX81
+
+ZOO = [
+    "layout_align_demo",
+    "batchnorm_demo",
+    "tiny_cnn",
+    "tiny_transformer_block",
+    "resnet50",
+    "mobilenet_v2",
+    "vit_tiny",
+    "bert_base",
+    "llama_decoder",
+]
+
+
+def _same_outputs(a: Module, b: Module, seed: int = 0) -> None:
+    inputs = random_inputs(a, seed=seed)
+    for want, got in zip(interpret(a, inputs), interpret(b, inputs), strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+def _norms(module: Module) -> int:
+    return sum(1 for op in module.walk() if op.kind == "tx8be.ChannelNorm")
+
+
+# ------------------------------------------------------------------ every zoo model
+
+
+@pytest.mark.parametrize("name", ZOO)
+def test_zoo_models_align_without_conflicts(name: str) -> None:
+    module = zoo.build(name)
+    greedy = LayoutAlignToNPU().run(module, TX81)
+    optimal = LayoutAlignToNPU(strategy="optimal").run(module, TX81)
+    for result in (greedy, optimal):
+        verify(result.module)
+        assert alignment_conflicts(result.module) == []
+        cleaned = LayoutAlignOpt().run(result.module, TX81)
+        verify(cleaned.module)
+        assert alignment_conflicts(cleaned.module) == []
+        assert _norms(cleaned.module) <= _norms(result.module)
+    # the count each strategy reports is the number of ChannelNorms it inserted
+    assert _norms(greedy.module) == greedy.stats["channel_norms_greedy"]
+    assert _norms(optimal.module) == optimal.stats["channel_norms_optimal"]
+    assert greedy.stats["channel_norms_optimal"] == optimal.stats["channel_norms_optimal"]
+    assert optimal.stats["channel_norms_optimal"] <= greedy.stats["channel_norms_greedy"]
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["layout_align_demo", "tiny_cnn", "tiny_transformer_block", "batchnorm_demo", "vit_tiny"],
+)
+def test_zoo_values_are_kept(name: str) -> None:
+    module = zoo.build(name, **({"layers": 1} if name == "vit_tiny" else {}))
+    for strategy in ("greedy", "optimal"):
+        aligned = LayoutAlignToNPU(strategy=strategy).run(module, TX81).module
+        _same_outputs(module, aligned)
+        _same_outputs(module, LayoutAlignOpt().run(aligned, TX81).module)
+
+
+def test_every_op_gets_a_layout_and_a_reason() -> None:
+    module = zoo.build("tiny_transformer_block")
+    result = LayoutAlignToNPU().run(module, TX81)
+    colors = {d.op_id: d for d in result.decisions if d.choice in ("ALIGN", "NALIGN")}
+    for op in module.main.ops[:-1]:
+        decision = colors[op.id]
+        assert decision.reason
+        assert decision.data["rule"]
+    for op in result.module.main.ops[:-1]:
+        dev = op.attrs["dev_info"]
+        assert isinstance(dev, DevInfo)
+        aligned = dev.mem_layout in (LayoutMode.Cx, LayoutMode.NCx)
+        if op.id in colors:
+            assert aligned == (colors[op.id].choice == "ALIGN")
+        else:
+            assert op.created_by == "layout-align-npu"
+            assert op.kind == "tx8be.ChannelNorm"
+
+
+# ------------------------------------------------------------------ the seed demo
+
+
+def test_seed_demo_colors() -> None:
+    """The seed 000 cases collected in ``zoo.layout_align_demo`` (see its docstring)."""
+    module = zoo.build("layout_align_demo")
+    result = LayoutAlignToNPU(compare=False).run(module, TX81)
+    by_kind: dict[str, list[tuple[str, str]]] = {}
+    for d in result.decisions:
+        if d.choice in ("ALIGN", "NALIGN"):
+            kind = module.op_by_id()[d.op_id].kind.removeprefix("tx8be.")
+            by_kind.setdefault(kind, []).append((d.choice, d.data["rule"]))
+    assert by_kind["Conv2d"] == [("ALIGN", "align_only"), ("ALIGN", "align_only")]
+    assert by_kind["Relu"] == [("ALIGN", "both")]
+    assert by_kind["Mul"] == [("ALIGN", "broadcast")]
+    # C 32:64 of 64: start > 0 and end % 64 == 0 -> NALIGN; C 0:32 -> ALIGN
+    assert by_kind["Slice"] == [("NALIGN", "slice"), ("ALIGN", "slice")]
+    # parents disagree: the earliest parent (the NALIGN slice) wins
+    assert by_kind["Add"] == [("NALIGN", "both")]
+    assert by_kind["Reshape"] == [
+        ("NALIGN", "odd_rank"),
+        ("NALIGN", "both"),
+        ("NALIGN", "odd_rank"),
+    ]
+    assert by_kind["Gemm"] == [("ALIGN", "align_only")]
+    assert by_kind["Softmax"] == [("ALIGN", "both")]
+    for kind in ("MaxPool2d", "Concatenate", "Transpose"):
+        assert by_kind[kind] == [("ALIGN", "align_only")]
+    assert result.stats["channel_norms"] == 11
+    # the rank-1 BN/scale constants are what ConstChannelNormErase removes
+    cleaned = LayoutAlignOpt().run(result.module, TX81)
+    assert cleaned.stats["erased_const"] == 2
+    assert _norms(cleaned.module) == 9
+
+
+def test_direction_names_the_layout_produced() -> None:
+    """Seed 000's text (not its code): NALIGN producer -> ALIGN user is direction true."""
+    b = Builder()
+    x = b.input((1, 8, 8, 16), "f16")
+    pooled = b.op("MaxPool2d", x, kernel=(2, 2), strides=(2, 2))
+    b.output(pooled)
+    out = LayoutAlignToNPU().run(b.finish(), TX81).module
+    norms = [op for op in out.main.ops if op.kind == "tx8be.ChannelNorm"]
+    assert [n.attrs["direction"] for n in norms] == [True, False]
+    assert norms[0].operands[0].is_arg
+    assert [n.attrs["dev_info"].mem_layout for n in norms] == [LayoutMode.Cx, LayoutMode.Tensor]
+
+
+def test_users_needing_the_same_conversion_share_one_channel_norm() -> None:
+    b = Builder()
+    x = b.input((1, 8, 8, 16), "f16")
+    pools = [b.op("MaxPool2d", x, kernel=(2, 2), strides=(2, 2)) for _ in range(3)]
+    b.output(b.op("Concatenate", *pools, axis=3))
+    result = LayoutAlignToNPU().run(b.finish(), TX81)
+    inserted = [d for d in result.decisions if d.choice == "inserted"]
+    assert len(inserted) == 2  # one for the argument (3 users), one before the output
+    assert "need ALIGN" in inserted[0].reason
+    assert len(inserted[0].related_ids) == 3
+
+
+def test_unknown_op_kind_is_a_clear_error() -> None:
+    from tx8lab.core.ir import Block, Function, Op, TensorType, Value
+    from tx8lab.errors import Tx8labError
+
+    arg = Value(-1, 0, TensorType((4,), "f32"), is_arg=True)
+    bad = Op(0, "tx8be.NoSuchOp", (arg,), (Value(0, 0, TensorType((4,), "f32")),))
+    ret = Op(-1, "func.return", (bad.results[0],), ())
+    module = Module((Function("main", Block((arg,), (bad, ret))),), {}, 1)
+    with pytest.raises(Tx8labError, match="NoSuchOp"):
+        LayoutAlignToNPU().run(module, TX81)
+
+
+# ------------------------------------------------------------------ optimal vs brute force
+
+
+def _brute_force_norms(module: Module) -> int:
+    """Fewest ChannelNorms over every coloring of the free ops, by enumeration."""
+    graph = _Graph.of(module.main)
+    free = [p for p, r in enumerate(graph.reqs) if r.rule not in FIXED_RULES]
+    base, _ = greedy_colors(graph)
+    best = len(plan_conversions(graph, base))
+    for bits in itertools.product((False, True), repeat=len(free)):
+        colors = list(base)
+        for p, bit in zip(free, bits, strict=True):
+            colors[p] = bit
+        best = min(best, len(plan_conversions(graph, colors)))
+    return best
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(modules(max_ops=12, groups=False))
+def test_optimal_matches_brute_force_on_random_modules(module: Module) -> None:
+    graph = _Graph.of(module.main)
+    free = [p for p, r in enumerate(graph.reqs) if r.rule not in FIXED_RULES]
+    if len(free) > 14:
+        return
+    result = LayoutAlignToNPU(strategy="optimal").run(module, TX81)
+    assert result.stats["channel_norms_optimal"] == _brute_force_norms(module)
+    assert result.stats["channel_norms_optimal"] <= result.stats["channel_norms_greedy"]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(modules(max_ops=16), st.sampled_from(["greedy", "optimal"]))
+def test_random_modules_keep_values_and_post_condition(module: Module, strategy: str) -> None:
+    result = LayoutAlignToNPU(strategy=strategy).run(module, TX81)
+    verify(result.module)
+    assert alignment_conflicts(result.module) == []
+    _same_outputs(module, result.module)
+    cleaned = LayoutAlignOpt().run(result.module, TX81)
+    verify(cleaned.module)
+    assert alignment_conflicts(cleaned.module) == []
+    _same_outputs(module, cleaned.module)
+    # the problem handed to the solver counts ChannelNorms as the rewrite inserts them
+    graph = _Graph.of(module.main)
+    colors, _ = greedy_colors(graph)
+    problem, _ = coloring_problem(graph)
+    n = len(graph.ops)
+    full = [*colors, *[problem.fixed[i] for i in range(n, problem.num_nodes)]]
+    assert cost(problem, full) == len(plan_conversions(graph, colors))
+
+
+# ------------------------------------------------------------------ layout-align-opt
+
+
+def test_opposite_directions_are_not_merged() -> None:
+    """The seed's RedundantChannelNormErase would merge these; they differ in layout."""
+    b = Builder()
+    x = b.input((1, 4, 4, 8), "f16")
+    to_align = b.op("ChannelNorm", x, direction=True)
+    back = b.op("ChannelNorm", to_align, direction=False)
+    again = b.op("ChannelNorm", to_align, direction=False)
+    other = b.op("ChannelNorm", back, direction=True)
+    b.output(again, other)
+    module = b.finish()
+    result = LayoutAlignOpt().run(module, TX81)
+    kinds = [(op.id, op.attrs.get("direction")) for op in result.module.main.ops[:-1]]
+    # %1 and %2 both convert %0 to NALIGN: one goes; %3 converts %1 the other way: stays
+    assert kinds == [(0, True), (1, False), (3, True)]
+    _same_outputs(module, result.module)
+
+
+def test_opt_knobs_turn_patterns_off() -> None:
+    module = LayoutAlignToNPU().run(zoo.build("layout_align_demo"), TX81).module
+    assert LayoutAlignOpt(const_erase=False).run(module, TX81).stats["erased_const"] == 0
+    assert LayoutAlignOpt().run(module, TX81).stats["erased_const"] == 2
+    unchanged = LayoutAlignOpt(const_erase=False, redundant_erase=False).run(module, TX81)
+    assert unchanged.module is module
+
+
+# ------------------------------------------------------------------ pipeline and report
+
+
+def test_report_layout_section_has_both_counts() -> None:
+    module = zoo.build("tiny_cnn")
+    passes = build_pipeline(overrides={"layout-align-npu.strategy": "optimal"})
+    steps = list(run_pipeline(module, passes, TX81))
+    layout = build_report(module, steps, TX81)["layout"]
+    assert layout["strategy"] == "optimal"
+    assert layout["channel_norms_optimal"] <= layout["channel_norms_greedy"]
+    assert layout["channel_norms_inserted"] == layout["channel_norms_optimal"]
+    assert layout["channel_norms"] == _norms(steps[-1].after)
+    assert layout["rules"]["align_only"] == 6
+    assert set(layout["erased"]) == {"const", "redundant"}
+
+
+def test_report_omits_the_count_not_computed() -> None:
+    module = zoo.build("tiny_cnn")
+    passes = build_pipeline(overrides={"layout-align-npu.compare": "false"})
+    steps = list(run_pipeline(module, passes, TX81))
+    layout = build_report(module, steps, TX81)["layout"]
+    assert "channel_norms_greedy" in layout
+    assert "channel_norms_optimal" not in layout
+
+
+#: Zoo parameters small enough to interpret (LLaMA-7B's embedding alone is 131 M values).
+INTERPRETABLE = {
+    "llama_decoder": {"hidden": 256, "heads": 4, "ffn": 512, "vocab": 1000, "seq": 16},
+    "bert_base": {"layers": 2, "seq": 32, "vocab": 1000},
+    # smaller images / fewer layers: the same ops and rules, a quarter of the compute
+    "resnet50": {"size": 64},
+    "mobilenet_v2": {"size": 64},
+    "vit_tiny": {"layers": 2},
+}
+
+
+@pytest.mark.parametrize("name", sorted(zoo.MODELS))
+def test_default_pipeline_keeps_every_zoo_models_values(name: str) -> None:
+    """The whole layout pipeline, verifier and post-conditions on, changes no output."""
+    module = zoo.build(name, **INTERPRETABLE.get(name, {}))
+    steps = list(run_pipeline(module, build_pipeline(), TX81))
+    names = [s.name for s in steps]
+    assert names.index("layout-align-npu") < names.index("layout-align-opt")
+    _same_outputs(module, steps[-1].after)
