@@ -37,6 +37,25 @@ from tx8lab.errors import Tx8labError
 
 ValueKey = tuple[int, int, bool]
 
+#: Ops that are not compute: data holders and movers, tuples, groups, terminators. Every
+#: other op is a compute op, which the grouping passes put in exactly one group.
+NON_COMPUTE = frozenset(
+    {
+        "tx8be.Constant",
+        "tx8be.LoadConst",
+        "tx8be.LoadVar",
+        "tx8be.StoreVar",
+        "tx8be.Tuple",
+        "tx8be.Group",
+        *TERMINATORS,
+    }
+)
+
+
+def is_compute(op: Op) -> bool:
+    """True for a compute op (seed GroupOptimizationPass: "为每个 compute op 创建一个 group")."""
+    return op.kind not in NON_COMPUTE
+
 
 def make_group(
     members: Sequence[Op],
@@ -187,4 +206,4 @@ def group_members(func: Function) -> dict[int, list[int]]:
     }
 
 
-__all__ = ["group_members", "make_group", "outline"]
+__all__ = ["NON_COMPUTE", "group_members", "is_compute", "make_group", "outline"]
