@@ -111,12 +111,22 @@ def synthetic_layout_module(num_ops: int, seed: int = 0) -> Module:
 
 
 def layout_figures(module: Module) -> dict[str, Any]:
-    """ChannelNorms inserted by each layout-align-npu strategy, and each one's time."""
+    """ChannelNorms inserted by each layout-align-npu strategy, and each one's time.
+
+    Also layout-init + layout-transmit: their time and how many ops no Gemm/Conv layout
+    reached (defaulted to Tensor/NTensor by shape).
+    """
     from tx8lab.core.passes.layout_align import LayoutAlignToNPU
     from tx8lab.core.passes.layout_align_opt import LayoutAlignOpt
+    from tx8lab.core.passes.layout_init import LayoutInit
+    from tx8lab.core.passes.layout_transmit import LayoutTransmit
     from tx8lab.hw import TX81
 
     row: dict[str, Any] = {"ops": module.num_ops}
+    init_s, init = _time(functools.partial(LayoutInit().run, module, TX81))
+    transmit_s, transmit = _time(functools.partial(LayoutTransmit().run, init.module, TX81))
+    row["transmit_s"] = init_s + transmit_s
+    row["defaulted_ops"] = transmit.stats["defaulted_ops"]
     for strategy in ("greedy", "optimal"):
         seconds, result = _time(
             functools.partial(LayoutAlignToNPU(strategy=strategy, compare=False).run, module, TX81)
@@ -210,7 +220,7 @@ def _layout_table(zoo: Any, quick: bool) -> None:
     print("\nlayout-align-npu: ChannelNorms inserted (and left after layout-align-opt), pass time")
     header = (
         f"{'case':34} {'ops':>7} {'greedy':>7} {'(opt)':>6} {'optimal':>8} {'(opt)':>6} "
-        f"{'greedy ms':>10} {'optimal ms':>11}"
+        f"{'greedy ms':>10} {'optimal ms':>11} {'init+transmit ms':>17} {'defaulted':>9}"
     )
     print(header)
     print("-" * len(header))
@@ -228,7 +238,8 @@ def _layout_table(zoo: Any, quick: bool) -> None:
         print(
             f"{label:34} {row['ops']:>7} {row['greedy']:>7} {row['greedy_after_opt']:>6} "
             f"{row['optimal']:>8} {row['optimal_after_opt']:>6} "
-            f"{row['greedy_s'] * 1e3:>10.1f} {row['optimal_s'] * 1e3:>11.1f}",
+            f"{row['greedy_s'] * 1e3:>10.1f} {row['optimal_s'] * 1e3:>11.1f} "
+            f"{row['transmit_s'] * 1e3:>17.1f} {row['defaulted_ops']:>9}",
             flush=True,
         )
 
