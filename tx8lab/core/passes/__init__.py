@@ -11,19 +11,30 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from tx8lab.core.passes.const_norm import ConstNorm
 from tx8lab.core.passes.dce import DCE
 from tx8lab.core.passes.fold_constants import FoldConstants
 from tx8lab.core.passes.layout_align import LayoutAlignToNPU
 from tx8lab.core.passes.layout_align_opt import LayoutAlignOpt
 from tx8lab.core.passes.layout_init import LayoutInit
 from tx8lab.core.passes.layout_transmit import LayoutTransmit
+from tx8lab.core.passes.move_constant import MoveConstant
 from tx8lab.core.pipeline import Pass, resolve_passes
 from tx8lab.errors import Tx8labError
 
 #: Pass name -> pass class (the only registry).
 PASSES: dict[str, type[Pass]] = {
     p.name: p
-    for p in (FoldConstants, DCE, LayoutInit, LayoutTransmit, LayoutAlignToNPU, LayoutAlignOpt)
+    for p in (
+        FoldConstants,
+        DCE,
+        LayoutInit,
+        LayoutTransmit,
+        LayoutAlignToNPU,
+        LayoutAlignOpt,
+        MoveConstant,
+        ConstNorm,
+    )
 }
 
 #: Passes ``tx8lab run`` runs when no pipeline is named, in order.
@@ -81,9 +92,11 @@ __all__ = [
     "DCE",
     "DEFAULT_PIPELINE",
     "PASSES",
+    "ConstNorm",
     "FoldConstants",
     "LayoutInit",
     "LayoutTransmit",
+    "MoveConstant",
     "build_pipeline",
     "describe_passes",
     "get_pass",

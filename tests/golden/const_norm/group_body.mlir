@@ -1,0 +1,23 @@
+// RUN: const-norm
+// Group bodies are walked too: the LoadConst -> ChannelNorm pair inside the group is erased.
+"builtin.module"() ({
+  "func.func"() ({
+  ^bb0(%arg0: tensor<16x16xf16>):
+    %0 = "tx8be.ChannelNorm"(%arg0) {dev_info = #tx8be.dev_info<imm_size = 0 : i64, mem_layout = #tx8be.layout_mode<NCx>, multi_buf_en = false, multi_buf_num = 1 : i64, out_shape_buf_idx = [], temporal_mem_slice = [], source_type = 0 : i64, imm_addr = 0 : i64, mem_addr = []>, direction = true} : (tensor<16x16xf16>) -> tensor<16x16xf16>
+    %5 = "tx8be.Group"(%0) ({
+    ^bb0(%b5_0_0: tensor<16x16xf16>):
+      %1 = "tx8be.LoadConst"() {const_id = 0 : i64, dev_info = #tx8be.dev_info<imm_size = 0 : i64, mem_layout = #tx8be.layout_mode<NTensor>, multi_buf_en = false, multi_buf_num = 1 : i64, out_shape_buf_idx = [], temporal_mem_slice = [], source_type = 0 : i64, imm_addr = 0 : i64, mem_addr = []>, dtype = "f16", shape = array<i64: 16, 16>, value = #tx8be.random<seed = 1 : i64, distribution = "normal", scale = 0.25 : f64, offset = 0.0 : f64>} : () -> tensor<16x16xf16>
+      %2 = "tx8be.ChannelNorm"(%1) {dev_info = #tx8be.dev_info<imm_size = 0 : i64, mem_layout = #tx8be.layout_mode<NCx>, multi_buf_en = false, multi_buf_num = 1 : i64, out_shape_buf_idx = [], temporal_mem_slice = [], source_type = 0 : i64, imm_addr = 0 : i64, mem_addr = []>, direction = true} : (tensor<16x16xf16>) -> tensor<16x16xf16>
+      %3 = "tx8be.Gemm"(%b5_0_0, %2) {dev_info = #tx8be.dev_info<imm_size = 0 : i64, mem_layout = #tx8be.layout_mode<NCx>, multi_buf_en = false, multi_buf_num = 1 : i64, out_shape_buf_idx = [], temporal_mem_slice = [], source_type = 0 : i64, imm_addr = 0 : i64, mem_addr = []>} : (tensor<16x16xf16>, tensor<16x16xf16>) -> tensor<16x16xf16>
+      "tx8be.Return"(%3) : (tensor<16x16xf16>) -> ()
+    }) : (tensor<16x16xf16>) -> tensor<16x16xf16>
+    %4 = "tx8be.ChannelNorm"(%5) {dev_info = #tx8be.dev_info<imm_size = 0 : i64, mem_layout = #tx8be.layout_mode<NTensor>, multi_buf_en = false, multi_buf_num = 1 : i64, out_shape_buf_idx = [], temporal_mem_slice = [], source_type = 0 : i64, imm_addr = 0 : i64, mem_addr = []>, direction = false} : (tensor<16x16xf16>) -> tensor<16x16xf16>
+    "func.return"(%4) : (tensor<16x16xf16>) -> ()
+  }) {function_type = (tensor<16x16xf16>) -> tensor<16x16xf16>, sym_name = "main"} : () -> ()
+}) {tx8.next_id = 6 : i64} : () -> ()
+
+
+// CHECK:      %5 = "tx8be.Group"(%0)
+// CHECK:      %1 = "tx8be.LoadConst"() {const_id = 0 : i64, dev_info = {{.*}}layout_mode<NCx>
+// CHECK-NEXT: %3 = "tx8be.Gemm"(%b5_0_0, %1)
+// CHECK-NEXT: "tx8be.Return"(%3)

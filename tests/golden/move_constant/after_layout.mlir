@@ -1,0 +1,24 @@
+// RUN: move-constant
+// In the pipeline (after layout-init ... layout-align-opt): each LoadConst carries everything
+// its Constant had (dev_info, layout_str, value) plus const_id; the ChannelNorm after the conv
+// weight stays for const-norm, which folds it into the LoadConst's layout.
+"builtin.module"() ({
+  "func.func"() ({
+  ^bb0(%arg0: tensor<1x4x4x8xf16>):
+    %4 = "tx8be.ChannelNorm"(%arg0) {dev_info = #tx8be.dev_info<imm_size = 0 : i64, mem_layout = #tx8be.layout_mode<Cx>, multi_buf_en = false, multi_buf_num = 1 : i64, out_shape_buf_idx = [], temporal_mem_slice = [], source_type = 0 : i64, imm_addr = 0 : i64, mem_addr = []>, direction = true, tx8.created_by = "layout-align-npu"} : (tensor<1x4x4x8xf16>) -> tensor<1x4x4x8xf16>
+    %0 = "tx8be.Constant"() {dev_info = #tx8be.dev_info<imm_size = 0 : i64, mem_layout = #tx8be.layout_mode<NTensor>, multi_buf_en = false, multi_buf_num = 1 : i64, out_shape_buf_idx = [], temporal_mem_slice = [], source_type = 0 : i64, imm_addr = 0 : i64, mem_addr = []>, dtype = "f16", layout_str = "OHWI", shape = array<i64: 16, 1, 1, 8>, value = #tx8be.random<seed = 1 : i64, distribution = "normal", scale = 0.35355339059327373 : f64, offset = 0.0 : f64>} : () -> tensor<16x1x1x8xf16>
+    %5 = "tx8be.ChannelNorm"(%0) {dev_info = #tx8be.dev_info<imm_size = 0 : i64, mem_layout = #tx8be.layout_mode<NCx>, multi_buf_en = false, multi_buf_num = 1 : i64, out_shape_buf_idx = [], temporal_mem_slice = [], source_type = 0 : i64, imm_addr = 0 : i64, mem_addr = []>, direction = true, layout_str = "OHWI-OHWI", tx8.created_by = "layout-align-npu"} : (tensor<16x1x1x8xf16>) -> tensor<16x1x1x8xf16>
+    %1 = "tx8be.Conv2d"(%4, %5) {dev_info = #tx8be.dev_info<imm_size = 0 : i64, mem_layout = #tx8be.layout_mode<Cx>, multi_buf_en = false, multi_buf_num = 1 : i64, out_shape_buf_idx = [], temporal_mem_slice = [], source_type = 0 : i64, imm_addr = 0 : i64, mem_addr = []>, layout_str = "NHWC-OHWI-NHWC"} : (tensor<1x4x4x8xf16>, tensor<16x1x1x8xf16>) -> tensor<1x4x4x16xf16>
+    %2 = "tx8be.Constant"() {dev_info = #tx8be.dev_info<imm_size = 0 : i64, mem_layout = #tx8be.layout_mode<Cx>, multi_buf_en = false, multi_buf_num = 1 : i64, out_shape_buf_idx = [], temporal_mem_slice = [], source_type = 0 : i64, imm_addr = 0 : i64, mem_addr = []>, dtype = "f16", layout_str = "Tensor", shape = array<i64: 16>, value = #tx8be.random<seed = 2 : i64, distribution = "normal", scale = 0.25 : f64, offset = 0.0 : f64>} : () -> tensor<16xf16>
+    %3 = "tx8be.Mul"(%1, %2) {dev_info = #tx8be.dev_info<imm_size = 0 : i64, mem_layout = #tx8be.layout_mode<Cx>, multi_buf_en = false, multi_buf_num = 1 : i64, out_shape_buf_idx = [], temporal_mem_slice = [], source_type = 0 : i64, imm_addr = 0 : i64, mem_addr = []>, layout_str = "NHWC-Tensor-NHWC"} : (tensor<1x4x4x16xf16>, tensor<16xf16>) -> tensor<1x4x4x16xf16>
+    %7 = "tx8be.ChannelNorm"(%3) {dev_info = #tx8be.dev_info<imm_size = 0 : i64, mem_layout = #tx8be.layout_mode<Tensor>, multi_buf_en = false, multi_buf_num = 1 : i64, out_shape_buf_idx = [], temporal_mem_slice = [], source_type = 0 : i64, imm_addr = 0 : i64, mem_addr = []>, direction = false, layout_str = "NHWC-NHWC", tx8.created_by = "layout-align-npu"} : (tensor<1x4x4x16xf16>) -> tensor<1x4x4x16xf16>
+    "func.return"(%7) : (tensor<1x4x4x16xf16>) -> ()
+  }) {function_type = (tensor<1x4x4x8xf16>) -> tensor<1x4x4x16xf16>, sym_name = "main"} : () -> ()
+}) {tx8.next_id = 8 : i64} : () -> ()
+
+
+// CHECK:      %0 = "tx8be.LoadConst"() {const_id = 0 : i64, dev_info = {{.*}}layout_mode<NTensor>{{.*}}layout_str = "OHWI", shape = array<i64: 16, 1, 1, 8>
+// CHECK-NEXT: %5 = "tx8be.ChannelNorm"(%0) {dev_info = {{.*}}layout_mode<NCx>{{.*}}direction = true
+// CHECK-NEXT: %1 = "tx8be.Conv2d"(%4, %5)
+// CHECK-NEXT: %2 = "tx8be.LoadConst"() {const_id = 1 : i64, dev_info = {{.*}}layout_mode<Cx>
+// CHECK-NEXT: %3 = "tx8be.Mul"(%1, %2)
