@@ -14,11 +14,16 @@ from typing import Any
 from tx8lab.core.passes.const_norm import ConstNorm
 from tx8lab.core.passes.dce import DCE
 from tx8lab.core.passes.fold_constants import FoldConstants
+from tx8lab.core.passes.group_ldst import GroupLdSt
+from tx8lab.core.passes.group_mapping import GroupMapping
+from tx8lab.core.passes.group_optimization import GroupOptimization
 from tx8lab.core.passes.layout_align import LayoutAlignToNPU
 from tx8lab.core.passes.layout_align_opt import LayoutAlignOpt
 from tx8lab.core.passes.layout_init import LayoutInit
 from tx8lab.core.passes.layout_transmit import LayoutTransmit
 from tx8lab.core.passes.move_constant import MoveConstant
+from tx8lab.core.passes.opt_barrier import OptBarrier
+from tx8lab.core.passes.opt_ddr import OptDdr
 from tx8lab.core.pipeline import Pass, resolve_passes
 from tx8lab.errors import Tx8labError
 
@@ -34,6 +39,11 @@ PASSES: dict[str, type[Pass]] = {
         LayoutAlignOpt,
         MoveConstant,
         ConstNorm,
+        GroupOptimization,
+        GroupLdSt,
+        GroupMapping,
+        OptBarrier,
+        OptDdr,
     )
 }
 
@@ -94,9 +104,14 @@ __all__ = [
     "PASSES",
     "ConstNorm",
     "FoldConstants",
+    "GroupLdSt",
+    "GroupMapping",
+    "GroupOptimization",
     "LayoutInit",
     "LayoutTransmit",
     "MoveConstant",
+    "OptBarrier",
+    "OptDdr",
     "build_pipeline",
     "describe_passes",
     "get_pass",

@@ -1,0 +1,38 @@
+// RUN: opt-barrier
+// A diamond: the Relu and Abs groups both read the Neg group and are read by the Add
+// group, so they share layer 1; only the later one (program order) keeps its barrier.
+"builtin.module"() ({
+  "func.func"() ({
+  ^bb0(%arg0: tensor<4xf32>):
+    %4 = "tx8be.Group"(%arg0) ({
+    ^bb0(%b4_0_0: tensor<4xf32>):
+      %0 = "tx8be.Neg"(%b4_0_0) : (tensor<4xf32>) -> tensor<4xf32>
+      "tx8be.Return"(%0) : (tensor<4xf32>) -> ()
+    }) {group_rule = "single", tx8.created_by = "group-optimization"} : (tensor<4xf32>) -> tensor<4xf32>
+    %5 = "tx8be.Group"(%4) ({
+    ^bb0(%b5_0_0: tensor<4xf32>):
+      %1 = "tx8be.Relu"(%b5_0_0) : (tensor<4xf32>) -> tensor<4xf32>
+      "tx8be.Return"(%1) : (tensor<4xf32>) -> ()
+    }) {group_rule = "single", tx8.created_by = "group-optimization"} : (tensor<4xf32>) -> tensor<4xf32>
+    %6 = "tx8be.Group"(%4) ({
+    ^bb0(%b6_0_0: tensor<4xf32>):
+      %2 = "tx8be.Abs"(%b6_0_0) : (tensor<4xf32>) -> tensor<4xf32>
+      "tx8be.Return"(%2) : (tensor<4xf32>) -> ()
+    }) {group_rule = "single", tx8.created_by = "group-optimization"} : (tensor<4xf32>) -> tensor<4xf32>
+    %7 = "tx8be.Group"(%5, %6) ({
+    ^bb0(%b7_0_0: tensor<4xf32>, %b7_0_1: tensor<4xf32>):
+      %3 = "tx8be.Add"(%b7_0_0, %b7_0_1) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+      "tx8be.Return"(%3) : (tensor<4xf32>) -> ()
+    }) {group_rule = "single", tx8.created_by = "group-optimization"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    "func.return"(%7) : (tensor<4xf32>) -> ()
+  }) {function_type = (tensor<4xf32>) -> tensor<4xf32>, sym_name = "main"} : () -> ()
+}) {tx8.next_id = 8 : i64} : () -> ()
+
+// CHECK:      %4 = "tx8be.Group"(%arg0) ({
+// CHECK:      }) {group_rule = "single", need_barrier = true
+// CHECK-NEXT: %5 = "tx8be.Group"(%4) ({
+// CHECK:      }) {group_rule = "single", need_barrier = false
+// CHECK-NEXT: %6 = "tx8be.Group"(%4) ({
+// CHECK:      }) {group_rule = "single", need_barrier = true
+// CHECK-NEXT: %7 = "tx8be.Group"(%5, %6) ({
+// CHECK:      }) {group_rule = "single", need_barrier = true
