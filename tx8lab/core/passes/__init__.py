@@ -14,9 +14,11 @@ from typing import Any
 from tx8lab.core.passes.const_norm import ConstNorm
 from tx8lab.core.passes.dce import DCE
 from tx8lab.core.passes.fold_constants import FoldConstants
+from tx8lab.core.passes.group_hdfg import GroupHDFG
 from tx8lab.core.passes.group_ldst import GroupLdSt
 from tx8lab.core.passes.group_mapping import GroupMapping
 from tx8lab.core.passes.group_optimization import GroupOptimization
+from tx8lab.core.passes.group_pattern import GroupPattern
 from tx8lab.core.passes.layout_align import LayoutAlignToNPU
 from tx8lab.core.passes.layout_align_opt import LayoutAlignOpt
 from tx8lab.core.passes.layout_init import LayoutInit
@@ -39,11 +41,13 @@ PASSES: dict[str, type[Pass]] = {
         LayoutAlignOpt,
         MoveConstant,
         ConstNorm,
+        GroupPattern,
         GroupOptimization,
         GroupLdSt,
         GroupMapping,
         OptBarrier,
         OptDdr,
+        GroupHDFG,
     )
 }
 
@@ -76,8 +80,8 @@ def build_pipeline(
     or is a list of ``"pass.knob=value"`` strings as ``--set`` gives them.
 
     Examples:
-        >>> [p.name for p in build_pipeline()]
-        ['fold-constants', 'dce']
+        >>> [p.name for p in build_pipeline()][:3]
+        ['fold-constants', 'dce', 'layout-init']
         >>> build_pipeline(overrides={"fold-constants.max_bytes": "4Ki"})[0].max_bytes
         4096
         >>> build_pipeline(overrides=["dce.depth=1"])
@@ -104,9 +108,11 @@ __all__ = [
     "PASSES",
     "ConstNorm",
     "FoldConstants",
+    "GroupHDFG",
     "GroupLdSt",
     "GroupMapping",
     "GroupOptimization",
+    "GroupPattern",
     "LayoutInit",
     "LayoutTransmit",
     "MoveConstant",

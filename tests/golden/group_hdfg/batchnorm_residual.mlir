@@ -1,0 +1,28 @@
+// RUN: group-hdfg
+// BatchNorm_Inference is the multiply then add that Relay's SimplifyInference makes of it:
+// it takes the mul and add nodes after the ipa, so the residual Add lands on res_add and
+// the Relu on compare, all in one trip with the conv's weight and the BN constants.
+"builtin.module"() ({
+  "func.func"() ({
+  ^bb0(%arg0: tensor<1x4x4x2xf32>):
+    %0 = "tx8be.Constant"() {dtype = "f32", value = dense<"0x0000003F0000003F0000003F0000003F"> : tensor<2x1x1x2xf32>} : () -> tensor<2x1x1x2xf32>
+    %1 = "tx8be.Conv2d"(%arg0, %0) : (tensor<1x4x4x2xf32>, tensor<2x1x1x2xf32>) -> tensor<1x4x4x2xf32>
+    %2 = "tx8be.Constant"() {dtype = "f32", value = dense<"0x0000803F0000803F"> : tensor<2xf32>} : () -> tensor<2xf32>
+    %3 = "tx8be.Constant"() {dtype = "f32", value = dense<"0x0000000000000000"> : tensor<2xf32>} : () -> tensor<2xf32>
+    %4 = "tx8be.Constant"() {dtype = "f32", value = dense<"0xCDCCCC3DCDCCCC3D"> : tensor<2xf32>} : () -> tensor<2xf32>
+    %5 = "tx8be.Constant"() {dtype = "f32", value = dense<"0x0000803F0000803F"> : tensor<2xf32>} : () -> tensor<2xf32>
+    %6 = "tx8be.BatchNorm_Inference"(%1, %2, %3, %4, %5) : (tensor<1x4x4x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x4x4x2xf32>
+    %7 = "tx8be.Add"(%6, %arg0) : (tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
+    %8 = "tx8be.Relu"(%7) : (tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
+    "func.return"(%8) : (tensor<1x4x4x2xf32>) -> ()
+  }) {function_type = (tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>, sym_name = "main"} : () -> ()
+}) {tx8.next_id = 9 : i64} : () -> ()
+
+// CHECK:      %9 = "tx8be.Group"(%arg0)
+// CHECK:        %1 = "tx8be.Conv2d"
+// CHECK:        %6 = "tx8be.BatchNorm_Inference"(%1, %2, %3, %4, %5)
+// CHECK-NEXT:   %7 = "tx8be.Add"(%6, %b9_0_0)
+// CHECK-NEXT:   %8 = "tx8be.Relu"(%7)
+// CHECK-NEXT:   "tx8be.Return"(%8)
+// CHECK-NEXT: }) {group_rule = "hdfg:opu", hdfg_path = ["ipa", "mul", "add", "res_add", "compare"]
+// CHECK-NEXT: "func.return"(%9)
