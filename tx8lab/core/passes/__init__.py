@@ -14,6 +14,7 @@ from typing import Any
 from tx8lab.core.passes.const_norm import ConstNorm
 from tx8lab.core.passes.dce import DCE
 from tx8lab.core.passes.fold_constants import FoldConstants
+from tx8lab.core.passes.group_hdfg import GroupHDFG
 from tx8lab.core.passes.group_ldst import GroupLdSt
 from tx8lab.core.passes.group_mapping import GroupMapping
 from tx8lab.core.passes.group_optimization import GroupOptimization
@@ -46,6 +47,7 @@ PASSES: dict[str, type[Pass]] = {
         GroupMapping,
         OptBarrier,
         OptDdr,
+        GroupHDFG,
     )
 }
 
@@ -78,8 +80,8 @@ def build_pipeline(
     or is a list of ``"pass.knob=value"`` strings as ``--set`` gives them.
 
     Examples:
-        >>> [p.name for p in build_pipeline()]
-        ['fold-constants', 'dce']
+        >>> [p.name for p in build_pipeline()][:3]
+        ['fold-constants', 'dce', 'layout-init']
         >>> build_pipeline(overrides={"fold-constants.max_bytes": "4Ki"})[0].max_bytes
         4096
         >>> build_pipeline(overrides=["dce.depth=1"])
@@ -106,6 +108,7 @@ __all__ = [
     "PASSES",
     "ConstNorm",
     "FoldConstants",
+    "GroupHDFG",
     "GroupLdSt",
     "GroupMapping",
     "GroupOptimization",
