@@ -229,6 +229,28 @@ def test_group_region_is_checked() -> None:
     assert any(p.startswith("%9 tx8be.Relu: operand 0 is used before") for p in problems)
 
 
+def test_result_less_group_round_trips_with_its_id() -> None:
+    # the id of an op without results comes after its region (``tx8.id``); the region's
+    # block arguments must end up owned by it, not by the function (owner -1)
+    t = TensorType((4,), "f32")
+    arg = Value(-1, 0, t, is_arg=True)
+    inner_arg = Value(5, 0, t, is_arg=True)
+    store = Op(1, "tx8be.StoreVar", (inner_arg,), (Value(1, 0, t),))
+    body = Block((inner_arg,), (store, Op(-1, "tx8be.Return", (), ())))
+    group = Op(5, "tx8be.Group", (arg,), (), {}, (body,))
+    func = Function("main", Block((arg,), (group, Op(-1, "func.return", (), ()))))
+    text = print_module(Module((func,), {}, 6))
+    parsed = parse_module(text)
+    verify(parsed)
+    (region,) = parsed.main.ops[0].regions
+    assert region.args[0].owner == 5
+    assert region.ops[0].operands[0] == region.args[0]
+    assert print_module(parsed) == text
+    # without ids (as mlir-opt prints it) the group gets a fresh id that owns its arguments
+    stripped = parse_module(text.replace("{tx8.id = 5 : i64} ", ""))
+    verify(stripped)
+
+
 def test_interpreter_checks_inputs_and_rounds_to_types() -> None:
     module = small_module()
     out = interpret(module, [np.array([[-1.0, 2.0, 3.0], [0.5, -0.5, 1.0]])])[0]

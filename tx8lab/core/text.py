@@ -382,6 +382,10 @@ class _Parser:
     def __init__(self, text: str, source: str) -> None:
         self.lex = _Lexer(text, source)
         self.max_id = -1
+        # owners for the block arguments of region ops whose id is not known yet (a
+        # result-less op carries it in ``tx8.id`` after its regions): unique, so they
+        # never collide with function arguments (owners -1, -2, ...)
+        self.pending_owner = -(1 << 40)
         self.renumber: list[Op] = []
         self.types: dict[str, TensorType] = {}
 
@@ -686,11 +690,15 @@ class _Parser:
             op_id = int(digits)
         regions: list[Block] = []
         region_start = len(self.renumber)
+        arg_owner = op_id
+        if op_id < 0:
+            self.pending_owner -= 1
+            arg_owner = self.pending_owner
         if self.lex.peek()[1] == "(" and self.lex.tokens[self.lex.i + 1][1] == "{":
             self.lex.next()
             while True:
                 self.lex.expect("{")
-                regions.append(self.parse_block(scope, op_id, True))
+                regions.append(self.parse_block(scope, arg_owner, True))
                 self.lex.expect("}")
                 if not self.lex.accept(","):
                     break
@@ -720,6 +728,8 @@ class _Parser:
         explicit_id = attrs.pop("tx8.id", None)
         if not out_types and op_kind not in TERMINATORS and isinstance(explicit_id, int):
             op_id = explicit_id
+        if regions and op_id >= 0 and arg_owner != op_id:
+            regions = [_reown(block, op_id) for block in regions]
         if op_kind in TERMINATORS:
             op_id = -1
         for key, value in list(attrs.items()):
@@ -740,6 +750,22 @@ class _Parser:
 
     def _paren_types(self) -> tuple[TensorType, ...]:
         return self.parse_type_list()
+
+
+def _reown(block: Block, owner: int) -> Block:
+    """``block`` with its arguments owned by ``owner`` (uses inside it follow)."""
+    mapping = {a.key: Value(owner, a.index, a.type, True) for a in block.args}
+
+    def fix(inner: Block) -> Block:
+        ops = []
+        for op in inner.ops:
+            operands = tuple(mapping.get(v.key, v) for v in op.operands)
+            regions = tuple(fix(r) for r in op.regions)
+            ops.append(op.replace(operands=operands, regions=regions))
+        return Block(inner.args, tuple(ops))
+
+    fixed = fix(block)
+    return Block(tuple(mapping[a.key] for a in block.args), fixed.ops)
 
 
 def _bits(dtype: str) -> int:
