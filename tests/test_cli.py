@@ -90,9 +90,15 @@ def test_run_writes_the_json_report(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert layout["strategy"] == "greedy"
     assert layout["channel_norms"] <= layout["channel_norms_inserted"]
     assert layout["channel_norms_greedy"] == layout["channel_norms_inserted"]
+    # grouping ran: one entry per group with the rule that formed it
+    assert report["groups"]
+    for group in report["groups"]:
+        assert group["rule"] == "single" or group["rule"].startswith("pattern:cnn:")
+        assert group["group_tag"] in (0, 2)
+        assert group["dev_region"] == [0, 0, 4, 4]
+    assert report["constants"]["count"] > 0
     # sections whose passes do not exist yet are absent, not faked
-    for absent in ("groups", "total_cycles"):
-        assert absent not in report
+    assert "total_cycles" not in report
 
 
 def test_run_as_a_subprocess(tmp_path: Path) -> None:
@@ -107,8 +113,10 @@ def test_run_as_a_subprocess(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     report = json.loads((tmp_path / "out.json").read_text())
     assert report["model"] == "tiny_cnn"
-    # nothing folds in tiny_cnn; the only new ops are the ChannelNorms left after layout-align-opt
-    assert report["num_ops_final"] == report["num_ops"] + report["layout"]["channel_norms"]
+    # every compute op ends in exactly one reported group
+    grouped = [op for g in report["groups"] for op in g["ops"]]
+    assert len(grouped) == len(set(grouped))
+    assert report["num_ops_final"] > report["num_ops"]  # ChannelNorms, loads, stores, groups
 
 
 def test_run_until_and_passes(capsys: pytest.CaptureFixture[str]) -> None:

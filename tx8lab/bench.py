@@ -208,7 +208,73 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(f"\ntime(40k ops) / time(10k ops), linear = 4: {ratios}")
     _layout_table(zoo, args.quick)
+    _group_table(zoo)
     return 0
+
+
+#: The passes after grouping, timed together in the grouping table.
+AFTER_GROUPING = ("group-optimization", "group-ldst", "group-mapping", "opt-barrier", "opt-ddr")
+
+
+def group_figures(module: Module) -> dict[str, Any]:
+    """Constants and grouping on ``module``: counts and pass times for both strategies.
+
+    The passes before ``group`` run once (their result is shared); then each strategy runs
+    ``group`` and the passes after it (group-optimization ... opt-ddr).
+    """
+    from tx8lab.core.passes import DEFAULT_PIPELINE, build_pipeline
+    from tx8lab.core.pipeline import run_pipeline
+    from tx8lab.hw import TX81
+
+    before = DEFAULT_PIPELINE[: DEFAULT_PIPELINE.index("group")]
+    steps = {s.name: s for s in run_pipeline(module, build_pipeline(before), TX81)}
+    ready = steps["const-norm"].after
+    row: dict[str, Any] = {
+        "ops": module.num_ops,
+        "move_constant_s": steps["move-constant"].elapsed_s,
+        "const_norm_s": steps["const-norm"].elapsed_s,
+        "constants": steps["move-constant"].stats.get("constants"),
+    }
+    for strategy in ("pattern", "hdfg"):
+        passes = build_pipeline(["group", *AFTER_GROUPING], [f"group.strategy={strategy}"])
+        done = list(run_pipeline(ready, passes, TX81))
+        formed = sum(1 for op in done[0].after.main.ops if op.kind == "tx8be.Group")
+        total = sum(1 for op in done[-1].after.main.ops if op.kind == "tx8be.Group")
+        row[f"{strategy}_groups"] = formed
+        row[f"{strategy}_total"] = total
+        row[f"{strategy}_s"] = done[0].elapsed_s
+        row[f"{strategy}_after_s"] = sum(s.elapsed_s for s in done[1:])
+        row[f"{strategy}_barriers"] = done[-2].stats.get("barriers")
+    return row
+
+
+def _group_table(zoo: Any) -> None:
+    print(
+        "\nconstants and grouping: groups formed by the strategy (total after "
+        "group-optimization), pass times"
+    )
+    header = (
+        f"{'case':26} {'ops':>6} {'consts':>6} {'pattern':>8} {'(total)':>7} {'hdfg':>5} "
+        f"{'(total)':>7} {'mv-const ms':>11} {'c-norm ms':>9} {'pattern ms':>10} "
+        f"{'hdfg ms':>8} {'rest ms':>8}"
+    )
+    print(header)
+    print("-" * len(header))
+    cases: list[tuple[str, Callable[[], Module]]] = [
+        (name, functools.partial(zoo.build, name)) for name in zoo.MODELS
+    ]
+    cases.append(("synthetic 10000", functools.partial(synthetic_module, 10_000)))
+    for label, build in cases:
+        row = group_figures(build())
+        print(
+            f"{label:26} {row['ops']:>6} {row['constants']:>6} {row['pattern_groups']:>8} "
+            f"{row['pattern_total']:>7} {row['hdfg_groups']:>5} {row['hdfg_total']:>7} "
+            f"{row['move_constant_s'] * 1e3:>11.1f} {row['const_norm_s'] * 1e3:>9.1f} "
+            f"{row['pattern_s'] * 1e3:>10.1f} {row['hdfg_s'] * 1e3:>8.1f} "
+            f"{row['pattern_after_s'] * 1e3:>8.1f}",
+            flush=True,
+        )
+    print(f"(rest = {' + '.join(AFTER_GROUPING)}, after pattern grouping)")
 
 
 def _layout_table(zoo: Any, quick: bool) -> None:

@@ -7,9 +7,14 @@ and values).
 Readings chosen:
 
 - A section whose pass has not run is **absent**, never faked: ``layout`` appears only
-  when a ``layout-align-npu`` step ran (see :func:`layout_section`); ``groups`` and
-  ``total_cycles`` only when a ``group-cost`` step ran, taken from that step's
-  ``artifacts["groups"]`` and ``stats["total_cycles"]`` (the contract for that pass).
+  when a ``layout-align-npu`` step ran (see :func:`layout_section`); ``constants`` when
+  ``move-constant`` ran (:func:`~tx8lab.core.constants.constants_summary` of the final
+  module); ``groups`` when a grouping pass ran (``group``, ``group-pattern``,
+  ``group-hdfg`` or ``group-optimization``): one entry per ``tx8be.Group`` of the final
+  module (:func:`~tx8lab.core.group_report.group_entries`: id, ops, rule, group_tag,
+  need_barrier). ``sharding``, ``split``, ``cycles`` and ``spm_peak_bytes`` per group and
+  ``total_cycles`` come only from a ``group-cost`` step (that step's
+  ``artifacts["groups"]``, merged by group id, and ``stats["total_cycles"]``).
 - ``num_ops`` counts the input module's ops (nested ones included, terminators not);
   ``num_ops_final`` the output's. Each pass entry adds its index, knobs, ops before,
   decision count, stats and whether the result came from a cache.
@@ -35,6 +40,9 @@ from tx8lab.hw.config import ChipConfig
 
 #: Version of the report layout; bump when a key changes meaning.
 REPORT_VERSION = 1
+
+#: Steps after which the final module's tx8be.Group ops are reported as ``groups``.
+GROUPING_PASSES = ("group", "group-pattern", "group-hdfg", "group-optimization")
 
 
 def to_jsonable(value: Any) -> Any:
@@ -149,10 +157,21 @@ def build_report(
     layout = by_name.get("layout-align-npu")
     if layout is not None:
         report["layout"] = layout_section(layout, by_name.get("layout-align-opt"))
+    if "move-constant" in by_name:
+        from tx8lab.core.constants import constants_summary
+
+        report["constants"] = to_jsonable(constants_summary(final))
+    if any(name in by_name for name in GROUPING_PASSES):
+        from tx8lab.core.group_report import group_entries
+
+        report["groups"] = to_jsonable(group_entries(final))
     cost = by_name.get("group-cost")
     if cost is not None:
         if "groups" in cost.result.artifacts:
-            report["groups"] = to_jsonable(cost.result.artifacts["groups"])
+            costed = {g["id"]: g for g in to_jsonable(cost.result.artifacts["groups"])}
+            groups = report.get("groups", [])
+            report["groups"] = [g | costed.pop(g["id"], {}) for g in groups]
+            report["groups"] += list(costed.values())
         if "total_cycles" in cost.stats:
             report["total_cycles"] = cost.stats["total_cycles"]
     return report

@@ -3,7 +3,9 @@
 Spec: DESIGN.md §5 and STYLE.md ("Registry"). Passes do not register themselves when
 imported; each is imported here and listed once. ``DEFAULT_PIPELINE`` names the passes
 that exist so far, in the order the seed's pipeline would run them (constant folding and
-DCE clean the graph before layout-init); later passes join it as they land.
+DCE clean the graph before layout-init); later passes (group-cost, codegen) join it as
+they land. Grouping is the ``group`` pass, whose knob ``strategy`` runs ``group-pattern``
+or ``group-hdfg`` (both also runnable by name).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 from tx8lab.core.passes.const_norm import ConstNorm
 from tx8lab.core.passes.dce import DCE
 from tx8lab.core.passes.fold_constants import FoldConstants
+from tx8lab.core.passes.group import Group
 from tx8lab.core.passes.group_hdfg import GroupHDFG
 from tx8lab.core.passes.group_ldst import GroupLdSt
 from tx8lab.core.passes.group_mapping import GroupMapping
@@ -41,13 +44,14 @@ PASSES: dict[str, type[Pass]] = {
         LayoutAlignOpt,
         MoveConstant,
         ConstNorm,
+        Group,
         GroupPattern,
+        GroupHDFG,
         GroupOptimization,
         GroupLdSt,
         GroupMapping,
         OptBarrier,
         OptDdr,
-        GroupHDFG,
     )
 }
 
@@ -59,6 +63,14 @@ DEFAULT_PIPELINE: list[str] = [
     "layout-transmit",
     "layout-align-npu",
     "layout-align-opt",
+    "move-constant",
+    "const-norm",
+    "group",
+    "group-optimization",
+    "group-ldst",
+    "group-mapping",
+    "opt-barrier",
+    "opt-ddr",
 ]
 
 
@@ -108,6 +120,7 @@ __all__ = [
     "PASSES",
     "ConstNorm",
     "FoldConstants",
+    "Group",
     "GroupHDFG",
     "GroupLdSt",
     "GroupMapping",
