@@ -15,8 +15,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.helpers import INTERPRETABLE, same_outputs
 from tests.strategies import modules
-from tx8lab.core import Builder, interpret, random_inputs, verify, zoo
+from tx8lab.core import Builder, verify, zoo
 from tx8lab.core.attrs import DevInfo, LayoutMode, RandomInit
 from tx8lab.core.constants import (
     THRESHOLD_ATTR,
@@ -38,21 +39,6 @@ from tx8lab.hw import TX81
 
 LAYOUT = ["layout-init", "layout-transmit", "layout-align-npu", "layout-align-opt"]
 CONST = ["move-constant", "const-norm"]
-
-#: Zoo parameters small enough to interpret (as in tests/core/test_layout_align.py).
-INTERPRETABLE = {
-    "llama_decoder": {"hidden": 256, "heads": 4, "ffn": 512, "vocab": 1000, "seq": 16},
-    "bert_base": {"layers": 2, "seq": 32, "vocab": 1000},
-    "resnet50": {"size": 64},
-    "mobilenet_v2": {"size": 64},
-    "vit_tiny": {"layers": 2},
-}
-
-
-def _same_outputs(a: Module, b: Module, seed: int = 0) -> None:
-    inputs = random_inputs(a, seed=seed)
-    for want, got in zip(interpret(a, inputs), interpret(b, inputs), strict=True):
-        np.testing.assert_array_equal(got, want)
 
 
 def _after(module: Module, names: list[str]) -> Module:
@@ -233,7 +219,7 @@ def test_zoo_values_kept_through_the_whole_pipeline(name: str) -> None:
     assert moved.stats["constants"] == len(ConstContainer.from_module(final))
     # every ChannelNorm a constant still had after layout-align-opt is folded now
     assert steps[-1].stats["erased_channel_norms"] == _const_norm_pairs(moved.after)
-    _same_outputs(module, final)
+    same_outputs(module, final)
 
 
 @pytest.mark.parametrize("name", ["tiny_cnn", "tiny_transformer_block", "llama_decoder"])
@@ -242,7 +228,7 @@ def test_zoo_values_kept_without_layout_passes(name: str) -> None:
     for per_use in (True, False):
         moved, _ = execute(MoveConstant(per_use=per_use), module, TX81)
         normed, _ = execute(ConstNorm(), moved.module, TX81)
-        _same_outputs(module, normed.module)
+        same_outputs(module, normed.module)
 
 
 def test_threshold_comes_from_the_tile_count() -> None:
@@ -338,7 +324,7 @@ def test_group_user_answers_for_its_block_argument() -> None:
     by_id = out.op_by_id()
     assert by_id[0].attrs.get("bypasscodegen") is True
     assert "bypasscodegen" not in by_id[1].attrs
-    _same_outputs(grouped, out)
+    same_outputs(grouped, out)
 
 
 def test_unknown_user_is_a_clear_error() -> None:
@@ -408,7 +394,7 @@ def test_cx_wins_even_when_not_first() -> None:
         "load_consts": 2,
         "channel_norms": 3,
     }
-    _same_outputs(module, result.module)
+    same_outputs(module, result.module)
     # without processMultiUse the two LoadConsts keep different layouts and nothing is inserted
     off, _ = execute(ConstNorm(multi_use=False), module, TX81)
     assert off.stats["inserted_channel_norms"] == 0
@@ -440,7 +426,7 @@ def test_unpack_rule_check_and_knob() -> None:
     done = ConstNorm().run(moved, TX81).module
     assert done.main.ops[0].attrs["load_shape"] == (2, 64)
     assert done.main.ops[0].result.type.shape == (8, 16)
-    _same_outputs(moved, done)
+    same_outputs(moved, done)
 
 
 # ------------------------------------------------------------------ random modules
@@ -451,7 +437,7 @@ def test_random_modules_keep_values_and_post_conditions(module: Module, per_use:
     moved, _ = execute(MoveConstant(per_use=per_use), module, TX81)
     normed, _ = execute(ConstNorm(), moved.module, TX81)
     verify(normed.module)
-    _same_outputs(module, normed.module)
+    same_outputs(module, normed.module)
 
 
 @given(modules(max_ops=16), st.booleans())
@@ -459,7 +445,7 @@ def test_random_modules_after_the_layout_passes(module: Module, per_use: bool) -
     passes = [*build_pipeline(LAYOUT), MoveConstant(per_use=per_use), ConstNorm()]
     steps = list(run_pipeline(module, passes, TX81))
     final = steps[-1].after
-    _same_outputs(module, final)
+    same_outputs(module, final)
     assert not _kinds(final, "tx8be.Constant")
     # one layout per const id, whatever processMultiUse had to do for it
     layouts: dict[int, set[LayoutMode]] = {}

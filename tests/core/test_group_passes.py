@@ -12,13 +12,13 @@ from __future__ import annotations
 import subprocess
 from typing import Any
 
-import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.helpers import INTERPRETABLE, same_outputs
 from tests.strategies import modules
-from tx8lab.core import Builder, interpret, random_inputs, verify, zoo
+from tx8lab.core import Builder, verify, zoo
 from tx8lab.core.attrs import RandomInit
 from tx8lab.core.group_report import group_entries
 from tx8lab.core.grouping import is_compute, outline
@@ -56,23 +56,8 @@ EARLIER = [
 ]
 MINE = ["group-optimization", "group-ldst", "group-mapping", "opt-barrier", "opt-ddr"]
 
-#: Small sizes of the big zoo models, so the interpreter runs them quickly.
-INTERPRETABLE: dict[str, dict[str, Any]] = {
-    "llama_decoder": {"hidden": 256, "heads": 4, "ffn": 512, "vocab": 1000, "seq": 16},
-    "bert_base": {"layers": 2, "seq": 32, "vocab": 1000},
-    "resnet50": {"size": 64},
-    "mobilenet_v2": {"size": 64},
-    "vit_tiny": {"layers": 2},
-}
-
 
 # ------------------------------------------------------------------ helpers
-
-
-def _same_outputs(a: Module, b: Module, seed: int = 0) -> None:
-    inputs = random_inputs(a, seed=seed)
-    for want, got in zip(interpret(a, inputs), interpret(b, inputs), strict=True):
-        np.testing.assert_array_equal(got, want)
 
 
 def _run(module: Module, *passes: Any) -> Module:
@@ -157,7 +142,7 @@ def test_every_compute_op_gets_one_group_and_constants_move_in() -> None:
     assert result.stats["single_groups"] == 2
     assert result.stats["moved"] == 1
     assert {d.choice for d in result.decisions} == {"single", "moved"}
-    _same_outputs(module, out)
+    same_outputs(module, out)
 
 
 def test_shared_constant_is_cloned_with_identical_attributes() -> None:
@@ -177,7 +162,7 @@ def test_shared_constant_is_cloned_with_identical_attributes() -> None:
         for op in loads
     )
     assert [op.created_by for op in loads[1:]] == ["group-optimization"] * 2
-    _same_outputs(module, out)
+    same_outputs(module, out)
 
 
 def test_move_constants_off_keeps_them_as_group_inputs() -> None:
@@ -227,7 +212,7 @@ def test_existing_group_keeps_id_and_rule() -> None:
     assert first.attrs["group_rule"] == "add_relu"
     assert [op.kind for op in _body(first)][:1] == ["tx8be.LoadConst"]
     assert len(first.operands) == 1
-    _same_outputs(module, out)
+    same_outputs(module, out)
 
 
 # ------------------------------------------------------------------ group-ldst
@@ -352,7 +337,7 @@ def test_barriers_one_per_layer_after_sorting() -> None:
     layers = group_layers(result.module.main)
     assert sorted(layers.values()) == [0, 0, 1, 1]
     assert result.artifacts["layers"] == layers
-    _same_outputs(module, result.module)
+    same_outputs(module, result.module)
 
 
 def test_keeping_order_adds_the_fewest_extra_barriers() -> None:
@@ -463,7 +448,7 @@ def test_chain_keeps_every_zoo_models_values(name: str) -> None:
     assert not any(is_compute(op) for op in out.main.ops[:-1])
     assert all(g.attrs["group_tag"] in (TAG_SPLIT, TAG_DDR) for g in _groups(out))
     assert all(isinstance(g.attrs["need_barrier"], bool) for g in _groups(out))
-    _same_outputs(module, out)
+    same_outputs(module, out)
 
 
 #: Groupers that ran before group-optimization in the seed's pipeline, where registered.
@@ -487,7 +472,7 @@ def test_chain_after_a_grouper(name: str, grouper: str) -> None:
         assert kept, f"{grouper} formed no group on {name}"
         assert all(e["rule"] == kept[e["id"]] for e in entries if e["id"] in kept)
     assert not any(is_compute(op) for op in out.main.ops[:-1])
-    _same_outputs(module, out)
+    same_outputs(module, out)
 
 
 @given(modules(max_ops=20), st.booleans())
@@ -495,7 +480,7 @@ def test_chain_keeps_random_modules_values(module: Module, load_consts: bool) ->
     start = to_load_consts(module) if load_consts else module
     verify(start)
     steps = list(run_pipeline(start, build_pipeline([*EARLIER, *MINE]), TX81))
-    _same_outputs(module, steps[-1].after)
+    same_outputs(module, steps[-1].after)
 
 
 @given(modules(max_ops=14, groups=False), st.data())
@@ -515,7 +500,7 @@ def test_pregrouped_random_modules(module: Module, data: st.DataObject) -> None:
     entries = group_entries(out)
     assert [e["id"] for e in entries] == [g.id for g in _groups(out)]
     assert all(e["dev_region"] == [0, 0, 4, 4] for e in entries)
-    _same_outputs(module, out)
+    same_outputs(module, out)
 
 
 def test_group_entries_report_rule_tag_and_barrier() -> None:

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.helpers import INTERPRETABLE, same_outputs
 from tests.strategies import modules
-from tx8lab.core import Builder, interpret, random_inputs, verify, zoo
+from tx8lab.core import Builder, verify, zoo
 from tx8lab.core.group_automaton import (
     CLAIMED,
     FOLLOWED,
@@ -43,12 +43,6 @@ from tx8lab.errors import Tx8labError
 from tx8lab.hw import TX81
 
 S = (1, 4, 4, 8)
-
-
-def _same_outputs(a: Module, b: Module, seed: int = 0) -> None:
-    inputs = random_inputs(a, seed=seed)
-    for want, got in zip(interpret(a, inputs), interpret(b, inputs), strict=True):
-        np.testing.assert_array_equal(got, want)
 
 
 def _automaton(text: str) -> Automaton:
@@ -337,7 +331,7 @@ def test_run_groups_decides_for_every_op_and_keeps_its_input(tmp_path: Path) -> 
     assert print_module(module) == before
     out = result.module
     verify(out)
-    _same_outputs(module, out)
+    same_outputs(module, out)
     assert sorted(_groups(out).values()) == [["Exp", "Neg"], ["Relu", "Neg", "Abs"]]
     groups = [op for op in out.main.ops if op.kind == "tx8be.Group"]
     assert [g.attrs["group_id"] for g in groups] == [0, 1]
@@ -410,7 +404,7 @@ def test_groups_formed_earlier_make_a_later_match_cyclic(tmp_path: Path) -> None
     assert result.stats["rejected_not_convex"] == 1
     why = next(d for d in result.decisions if d.op_id == 1 and d.choice == "ungrouped")
     assert "not convex: %1 -> %3 -> %0 -> %2" in why.reason
-    _same_outputs(module, result.module)
+    same_outputs(module, result.module)
 
 
 def test_existing_groups_are_left_alone_and_numbering_continues(tmp_path: Path) -> None:
@@ -512,15 +506,6 @@ def test_inspector_decisions_on_the_pass_result() -> None:
 
 # --------------------------------------------------------------------------- zoo and random
 
-#: zoo parameters small enough to interpret (as tests/core/test_layout_align.py)
-INTERPRETABLE = {
-    "llama_decoder": {"hidden": 256, "heads": 4, "ffn": 512, "vocab": 1000, "seq": 16},
-    "bert_base": {"layers": 2, "seq": 32, "vocab": 1000},
-    "resnet50": {"size": 64},
-    "mobilenet_v2": {"size": 64},
-    "vit_tiny": {"layers": 2},
-}
-
 
 def _compute_ops(module: Module) -> int:
     return sum(1 for op in module.main.ops if op.kind not in TERMINATORS and is_compute(op))
@@ -531,7 +516,7 @@ def test_zoo_groups_are_convex_and_keep_values(name: str) -> None:
     module = zoo.build(name, **INTERPRETABLE.get(name, {}))
     result, _ = execute(GroupPattern(), module, TX81)  # verifies, checks post-conditions
     out = result.module
-    _same_outputs(module, out)
+    same_outputs(module, out)
     # every op appears once, inside at most one group
     ids = [op.id for op in out.walk() if op.kind not in TERMINATORS]
     assert len(ids) == len(set(ids))
@@ -582,7 +567,7 @@ def test_after_the_layout_passes_channel_norms_join_the_chains() -> None:
         op.attrs["group_pattern"] for op in result.module.main.ops if op.kind == "tx8be.Group"
     ]
     assert any("ChannelNorm" in p for p in patterns)
-    _same_outputs(module, result.module)
+    same_outputs(module, result.module)
 
 
 @pytest.fixture(scope="module")
@@ -615,7 +600,7 @@ def test_random_modules_keep_values_and_group_each_op_once(
     result, _ = execute(p, module, TX81)
     out = result.module
     verify(out)
-    _same_outputs(module, out)
+    same_outputs(module, out)
     ids = [op.id for op in out.walk() if op.kind not in TERMINATORS]
     assert len(ids) == len(set(ids))
     # groups that were there before are kept; new ones come from a pattern line

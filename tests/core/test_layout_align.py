@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import itertools
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.helpers import INTERPRETABLE, same_outputs
 from tests.strategies import modules
-from tx8lab.core import Builder, interpret, random_inputs, verify, zoo
+from tx8lab.core import Builder, verify, zoo
 from tx8lab.core.attrs import DevInfo, LayoutMode
 from tx8lab.core.ir import Module
 from tx8lab.core.passes import build_pipeline
@@ -45,12 +45,6 @@ ZOO = [
     "bert_base",
     "llama_decoder",
 ]
-
-
-def _same_outputs(a: Module, b: Module, seed: int = 0) -> None:
-    inputs = random_inputs(a, seed=seed)
-    for want, got in zip(interpret(a, inputs), interpret(b, inputs), strict=True):
-        np.testing.assert_array_equal(got, want)
 
 
 def _norms(module: Module) -> int:
@@ -87,8 +81,8 @@ def test_zoo_values_are_kept(name: str) -> None:
     module = zoo.build(name, **({"layers": 1} if name == "vit_tiny" else {}))
     for strategy in ("greedy", "optimal"):
         aligned = LayoutAlignToNPU(strategy=strategy).run(module, TX81).module
-        _same_outputs(module, aligned)
-        _same_outputs(module, LayoutAlignOpt().run(aligned, TX81).module)
+        same_outputs(module, aligned)
+        same_outputs(module, LayoutAlignOpt().run(aligned, TX81).module)
 
 
 def test_every_op_gets_a_layout_and_a_reason() -> None:
@@ -217,11 +211,11 @@ def test_random_modules_keep_values_and_post_condition(module: Module, strategy:
     result = LayoutAlignToNPU(strategy=strategy).run(module, TX81)
     verify(result.module)
     assert alignment_conflicts(result.module) == []
-    _same_outputs(module, result.module)
+    same_outputs(module, result.module)
     cleaned = LayoutAlignOpt().run(result.module, TX81)
     verify(cleaned.module)
     assert alignment_conflicts(cleaned.module) == []
-    _same_outputs(module, cleaned.module)
+    same_outputs(module, cleaned.module)
     # the problem handed to the solver counts ChannelNorms as the rewrite inserts them
     graph = _Graph.of(module.main)
     colors, _ = greedy_colors(graph)
@@ -248,7 +242,7 @@ def test_opposite_directions_are_not_merged() -> None:
     kinds = [(op.id, op.attrs.get("direction")) for op in result.module.main.ops[:-1]]
     # %1 and %2 both convert %0 to NALIGN: one goes; %3 converts %1 the other way: stays
     assert kinds == [(0, True), (1, False), (3, True)]
-    _same_outputs(module, result.module)
+    same_outputs(module, result.module)
 
 
 def test_opt_knobs_turn_patterns_off() -> None:
@@ -284,17 +278,6 @@ def test_report_omits_the_count_not_computed() -> None:
     assert "channel_norms_optimal" not in layout
 
 
-#: Zoo parameters small enough to interpret (LLaMA-7B's embedding alone is 131 M values).
-INTERPRETABLE = {
-    "llama_decoder": {"hidden": 256, "heads": 4, "ffn": 512, "vocab": 1000, "seq": 16},
-    "bert_base": {"layers": 2, "seq": 32, "vocab": 1000},
-    # smaller images / fewer layers: the same ops and rules, a quarter of the compute
-    "resnet50": {"size": 64},
-    "mobilenet_v2": {"size": 64},
-    "vit_tiny": {"layers": 2},
-}
-
-
 @pytest.mark.parametrize("name", sorted(zoo.MODELS))
 def test_default_pipeline_keeps_every_zoo_models_values(name: str) -> None:
     """The whole layout pipeline, verifier and post-conditions on, changes no output."""
@@ -302,4 +285,4 @@ def test_default_pipeline_keeps_every_zoo_models_values(name: str) -> None:
     steps = list(run_pipeline(module, build_pipeline(), TX81))
     names = [s.name for s in steps]
     assert names.index("layout-align-npu") < names.index("layout-align-opt")
-    _same_outputs(module, steps[-1].after)
+    same_outputs(module, steps[-1].after)
