@@ -1,0 +1,176 @@
+"""The data the group-schedule stages hand each other (the contract between them).
+
+Spec: seed 001 "TS_SwPipelinePass" (getInitPipelineOps builds a list of pipeline ops with
+``Repeat`` nodes for stages that loop; pipeline() expands them with retraction;
+getEnginsPipeline puts each op in its engine slot per time step) and "SPMAllocPass"
+(BufferLabel / ValueBuffer: a buffer per value, ``isImm`` for an op's scratch space).
+
+The stages and who makes what:
+
+1. slicing (``tx8lab/core/schedule/slicing.py``): a group + a :class:`Strategy` + the
+   hardware -> :class:`ScheduleInput` (the init pipeline: :class:`Task` and
+   :class:`Repeat` nodes in program order, and the :class:`Buffer` each task reads and
+   writes). Task cycles come from the tile cost model (``tx8lab/hw/cost.py``).
+2. sw-pipeline (``pipeline.py``): :class:`ScheduleInput` -> :class:`Timeline` (time steps x
+   engines, every task instance with its iteration indices and start/end cycles).
+3. buffer-life / buffer-merge (``lifetimes.py``): :class:`Timeline` + buffers ->
+   :class:`Lifetime` list (half-open ``[lower, upper)`` in time steps, bytes).
+4. spm-alloc (``spm_alloc.py``): lifetimes -> offsets (MiniMalloc's problem).
+5. estimate (``estimate.py``): timeline -> cycles, engine busy time, limiting engine.
+
+Everything here is frozen and plain, so views and the JSON report read it directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+#: The engine slots of getEnginsPipeline (seed ``enginsBase``): loads (RDMA), stores
+#: (WDMA), the matrix engine, the vector engine (CGRA, "ct"), tile-to-tile DMA.
+Engine = Literal["ld", "st", "ne", "ct", "tdma"]
+ENGINES: tuple[Engine, ...] = ("ld", "ne", "ct", "st", "tdma")
+
+BufferKind = Literal["value", "imm", "psum"]
+
+
+@dataclass(frozen=True)
+class OpStrategy:
+    """How one op is distributed: tiles per dim (sharding) and temporal splits per dim.
+
+    Both tuples index the op's iteration dims as its op-library entry defines them (for
+    most ops the result dims; a matmul adds its reduction dim K last). The product of
+    ``shard`` is at most the tile count; a split of 1 means no loop over that dim.
+    """
+
+    shard: tuple[int, ...]
+    split: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """A group's strategy: one :class:`OpStrategy` per body op id (compute ops)."""
+
+    ops: Mapping[int, OpStrategy]
+    multi_buffer: int = 2
+    """Buffers per looping value (2 = double buffering; 1 = none)."""
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """One SPM buffer (seed ValueBuffer/BufferLabel) on one tile."""
+
+    id: str
+    """Unique within the group: ``"%7"`` (value), ``"%7.imm"``, ``"%7.psum"``, ``"%7#1"``."""
+    op_id: int
+    """The IR op whose value (or scratch space) it holds."""
+    bytes: int
+    """Size of one slice on one tile, in bytes (the layout's footprint)."""
+    kind: BufferKind = "value"
+    in_place_of: str | None = None
+    """For a memInplace op's result: the buffer whose memory it reuses."""
+
+
+@dataclass(frozen=True)
+class Task:
+    """One pipeline op: one slice of an IR op (or a load/store of one) on one engine."""
+
+    id: str
+    """Unique within the group: ``"ld:%3"``, ``"ne:%5"``, ``"st:%9"``."""
+    op_id: int
+    engine: Engine
+    cycles: int
+    reads: tuple[str, ...] = ()
+    """Buffer ids read."""
+    writes: tuple[str, ...] = ()
+    """Buffer ids written."""
+    stage: str = ""
+    """Loop stage (seed STAGEIC2OC / STAGEIC2IC / STAGEOC2NH), "" outside loops."""
+    explain: str = ""
+    """The cost formula with its numbers (``hw.cost.explain``)."""
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """A loop in the init pipeline (seed ``PipelineOpsBase`` with ``repeatTimes``)."""
+
+    times: int
+    body: tuple[Task | Repeat, ...]
+    stage: str = ""
+
+
+Node = Task | Repeat
+
+
+@dataclass(frozen=True)
+class ScheduleInput:
+    """The init pipeline of one group on one tile, plus its buffers."""
+
+    group_id: int
+    nodes: tuple[Node, ...]
+    buffers: Mapping[str, Buffer]
+    tiles: int = 16
+    """Tiles the group runs on (all run the same pipeline on their shard)."""
+    notes: tuple[str, ...] = ()
+    """How the strategy was chosen or adjusted (shown by ``explain``)."""
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One task instance in the timeline."""
+
+    task: str
+    """The :class:`Task` id."""
+    iteration: tuple[int, ...]
+    """Index of each enclosing Repeat, outermost first (() outside loops)."""
+    engine: Engine
+    step: int
+    """Time step (a pipeline "frame": ops that run together)."""
+    start: int
+    end: int
+    """Cycles, half-open [start, end)."""
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """The expanded software pipeline (seed ``pipelineReal`` / ``enginsBase`` list)."""
+
+    group_id: int
+    slots: tuple[Slot, ...]
+    steps: int
+    makespan: int
+    """Cycles from the first start to the last end."""
+    retracted: int = 0
+    """Task instances moved into the previous step by retraction."""
+    tasks: Mapping[str, Task] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Lifetime:
+    """A buffer's live interval for the allocator (MiniMalloc's row)."""
+
+    id: str
+    lower: int
+    upper: int
+    """Half-open [lower, upper) in time steps."""
+    size: int
+    buffer: str = ""
+    """The :class:`Buffer` id (several lifetimes may share one: psum intervals, multi-buffers)."""
+
+
+__all__ = [
+    "ENGINES",
+    "Buffer",
+    "BufferKind",
+    "Engine",
+    "Lifetime",
+    "Node",
+    "OpStrategy",
+    "Repeat",
+    "ScheduleInput",
+    "Slot",
+    "Strategy",
+    "Task",
+    "Timeline",
+]
