@@ -17,6 +17,10 @@ Readings chosen:
   comment). Constant data above 1 KiB prints as ``dense_resource<__elided__>``.
 - ``--hw PRESET`` picks the chip, ``--hw-set key=value`` overrides one field
   (``tile.spm_bytes=2Mi``).
+- ``fuse NESTS.mlir`` reads every ``func.func`` of the file (MLIR affine dialect; at least
+  one function needs two or more ``affine.for`` nests), prints one table per
+  producer/consumer pair on stdout and, with ``--json``, writes the report of
+  :func:`tx8lab.kernels.loop_fusion.report`; ``--print-fused`` appends the fused MLIR.
 """
 
 from __future__ import annotations
@@ -188,6 +192,78 @@ def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _cmd_fuse(args: argparse.Namespace, out: TextIO) -> int:
+    from tx8lab.hw import get_preset
+    from tx8lab.kernels.loop_fusion import (
+        DEFAULT_TOLERANCE,
+        FusionOptions,
+        parse_functions,
+        report,
+    )
+
+    path = Path(args.nests)
+    if not path.is_file():
+        raise Tx8labError(f"{args.nests}: no such file")
+    funcs = parse_functions(path.read_text(encoding="utf-8"), str(path))
+    if all(len(f.nests) < 2 for f in funcs):
+        names = ", ".join(f"@{f.name} ({len(f.nests)})" for f in funcs)
+        raise Tx8labError(
+            f"{path}: fusion needs a function with two or more affine.for nests; "
+            f"nests per function: {names}"
+        )
+    hw_overrides = _pairs(args.hw_set, "--hw-set", "tile.spm_bytes=2Mi")
+    hw = get_preset(args.hw)
+    if hw_overrides:
+        hw = hw.with_overrides(hw_overrides)
+    tolerance = DEFAULT_TOLERANCE if args.compute_tolerance is None else args.compute_tolerance
+    options = FusionOptions(compute_tolerance=tolerance, maximal=args.maximal, mode=args.mode)
+    data = report(funcs, options, hw)
+    for func in data["functions"]:
+        out.write(f"@{func['function']}: {len(func['nests'])} nests, hw {hw.name}\n")
+        for pair in func["pairs"]:
+            memrefs = ", ".join(pair["memrefs"])
+            out.write(
+                f"  {pair['src']} -> {pair['dst']} via {memrefs}: "
+                f"src cost {pair['src_cost']}, dst cost {pair['dst_cost']}, "
+                f"tolerance {100 * pair['tolerance_used']:.2f}%"
+                f"{' (producer cycle)' if pair['cyclic_producer'] else ''}\n"
+            )
+            out.write(
+                f"    {'depth':>5}  {'legal':<6}{'slice trips':<22}{'fused cost':>14}"
+                f"{'extra':>10}{'storage':>9}{'private B':>11}\n"
+            )
+            for row in pair["depths"]:
+                trips = ",".join(
+                    "?" if t is None else str(t) for t in row["slice_trip_counts"] or []
+                )
+                extra = row["additional_compute_fraction"]
+                storage = row["storage_reduction"]
+                out.write(
+                    f"    {row['depth']:>5}  {'yes' if row['legal'] else 'no':<6}"
+                    f"{trips or '-':<22}{_show_num(row['fused_cost']):>14}"
+                    f"{'-' if extra is None else f'{100 * extra:.2f}%':>10}"
+                    f"{'-' if storage is None else f'{storage:.2f}x':>9}"
+                    f"{_show_num(row['private_bytes']):>11}\n"
+                )
+            chosen = "null" if pair["chosen_depth"] is None else pair["chosen_depth"]
+            out.write(f"    chosen_depth: {chosen} - {pair['decision']}\n")
+        steps = func["fusion"]["steps"]
+        done = "; ".join(f"{s['src']} into {s['dst']} at depth {s['depth']}" for s in steps)
+        out.write(f"  fusion ({options.mode}): {done or 'nothing fused'}\n")
+        if args.print_fused:
+            out.write(func["fusion"]["mlir"])
+    if args.json:
+        from tx8lab.core.report import write_report
+
+        write_report(args.json, data)
+        out.write(f"report written to {args.json}\n")
+    return 0
+
+
+def _show_num(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
 def _cmd_lab(args: argparse.Namespace, out: TextIO) -> int:
     del out
     notebook = Path(__file__).resolve().parent.parent / TOUR
@@ -282,6 +358,50 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--no-verify", action="store_true", help="skip the verifier after each pass")
     run.set_defaults(func=_cmd_run)
+
+    fuse = sub.add_parser(
+        "fuse",
+        help="explore affine loop fusion (MLIR's LoopFusion) on loop nests",
+        description=(
+            "Analyse every producer/consumer pair of affine.for nests in an MLIR file the "
+            "way mlir-opt --affine-loop-fusion does: slice bounds and trip counts, costs, "
+            "extra work and storage reduction per depth, and the chosen depth."
+        ),
+    )
+    fuse.add_argument("nests", metavar="NESTS.mlir", help="MLIR file with affine.for nests")
+    fuse.add_argument("--json", metavar="OUT.json", help="write the JSON report")
+    fuse.add_argument(
+        "--compute-tolerance",
+        type=float,
+        default=None,
+        metavar="FRACTION",
+        help="extra work tolerated (MLIR's compute-tolerance; default 0.30f)",
+    )
+    fuse.add_argument(
+        "--maximal", action="store_true", help="fuse at the deepest legal depth (maximal=true)"
+    )
+    fuse.add_argument(
+        "--mode",
+        choices=("greedy", "producer"),
+        default="greedy",
+        help="greedy (without sibling fusion) or producer (mode=producer); default greedy",
+    )
+    fuse.add_argument(
+        "--print-fused", action="store_true", help="print the fused function (MLIR) too"
+    )
+    fuse.add_argument(
+        "--hw",
+        default=DEFAULT_PRESET,
+        metavar="PRESET",
+        help=f"hardware preset for the SPM view ({', '.join(sorted(PRESETS))})",
+    )
+    fuse.add_argument(
+        "--hw-set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a hardware field, e.g. tile.spm_bytes=2Mi (repeatable)",
+    )
+    fuse.set_defaults(func=_cmd_fuse)
 
     lab = sub.add_parser("lab", help=f"open JupyterLab on {TOUR.as_posix()}")
     lab.add_argument("--no-browser", action="store_true", help="do not open a browser")
