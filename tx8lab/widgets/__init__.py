@@ -1,6 +1,47 @@
-"""JupyterLab views (ipywidgets/anywidget, plotly, graphviz) over tx8lab.core results.
+"""JupyterLab views (ipywidgets/anywidget, graphviz) over tx8lab.core results.
 
-Empty for now: the widget issues (pass stepper, graph view, SPM Gantt, mesh heatmap) fill
-it. Needs the ``[widgets]`` extra. Widgets import core, hw and kernels; nothing outside
+Needs the ``[widgets]`` extra. Widgets import core, hw and kernels; nothing outside
 widgets and notebooks imports this package (DESIGN.md §1).
+
+- :class:`GraphView` (``graph_view.py``): ops coloured by an overlay, ChannelNorms,
+  groups as clusters; hover, click -> decisions, re-colour without a new layout.
+- :class:`PassStepper` (``stepper.py``): a pipeline trace pass by pass: IR diff, graph
+  diff by stable op id, decisions, stats and wall time.
+- Pure parts usable headless: :func:`module_to_dot` (``graph_dot.py``), :func:`render_svg`
+  (``render.py``), overlays (``overlays.py``), :func:`graph_diff` (``diff.py``);
+  measured figures in ``bench.py`` (``figures()``).
 """
+
+from tx8lab.widgets.diff import GraphDiff, decisions_frame, graph_diff, ir_diff_html
+from tx8lab.widgets.graph_dot import module_to_dot
+from tx8lab.widgets.graph_view import GraphView
+from tx8lab.widgets.overlays import (
+    Overlay,
+    alignment_overlay,
+    category_overlay,
+    created_by_overlay,
+    engine_overlay,
+    group_overlay,
+    numeric_overlay,
+)
+from tx8lab.widgets.render import render_svg, restyle_svg
+from tx8lab.widgets.stepper import PassStepper
+
+__all__ = [
+    "GraphDiff",
+    "GraphView",
+    "Overlay",
+    "PassStepper",
+    "alignment_overlay",
+    "category_overlay",
+    "created_by_overlay",
+    "decisions_frame",
+    "engine_overlay",
+    "graph_diff",
+    "group_overlay",
+    "ir_diff_html",
+    "module_to_dot",
+    "numeric_overlay",
+    "render_svg",
+    "restyle_svg",
+]

@@ -1,0 +1,185 @@
+"""PassStepper and the diffs it shows, without a browser (set_state fakes the front end)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.widgets.traces import step_of, trace_of
+from tx8lab.core import Builder, zoo
+from tx8lab.core.grouping import outline
+from tx8lab.core.ir import TERMINATORS, IdCounter, Module
+from tx8lab.core.pipeline import Explorer
+from tx8lab.errors import Tx8labError
+from tx8lab.hw import TX81
+from tx8lab.widgets import PassStepper, decisions_frame, graph_diff, ir_diff_html
+from tx8lab.widgets.render import svg_node_ids
+
+
+def _ids(module: Module) -> set[int]:
+    return {op.id for op in module.walk() if op.kind not in TERMINATORS}
+
+
+# ------------------------------------------------------------------ diffs
+
+
+def test_graph_diff_counts_match_the_op_sets(model_name: str) -> None:
+    for step in trace_of(model_name):
+        diff = graph_diff(step.before, step.after)
+        before, after = _ids(step.before), _ids(step.after)
+        assert set(diff.added) == after - before
+        assert set(diff.removed) == before - after
+        assert set(diff.changed) <= before & after
+        if not step.changed:
+            assert diff.summary() == {"added": 0, "removed": 0, "changed": 0}
+
+
+def test_graph_diff_names_what_changed() -> None:
+    init = step_of("tiny_cnn", "layout-init")
+    diff = graph_diff(init.before, init.after)
+    assert diff.changed
+    assert all(c == ("attr:layout_str",) for c in diff.changed.values())
+    npu = step_of("layout_align_demo", "layout-align-npu")
+    diff = graph_diff(npu.before, npu.after)
+    inserted = {d.op_id for d in npu.decisions if d.choice == "inserted"}
+    assert set(diff.added) == inserted
+    fed = {i for d in npu.decisions if d.choice == "inserted" for i in d.related_ids[1:]}
+    assert all("operands" in diff.changed[i] for i in fed)
+
+
+def test_outlining_changes_the_group_not_the_operands() -> None:
+    b = Builder()
+    x = b.input((1, 8), "f32")
+    y = b.op("Neg", b.op("Relu", x))
+    b.output(b.op("Abs", y))
+    module = b.finish()
+    ids = IdCounter(module.next_id)
+    func, (group,) = outline(module.main, [[0, 1]], ids)
+    grouped = Module((func,), module.attrs, ids.next_id)
+    diff = graph_diff(module, grouped)
+    assert diff.added == (group.id,)
+    assert diff.changed == {0: ("group",), 1: ("group",)}
+
+
+def test_ir_diff_html_marks_added_lines() -> None:
+    npu = step_of("layout_align_demo", "layout-align-npu")
+    text = ir_diff_html(npu.before, npu.after)
+    assert '<tr class="add">' in text
+    assert "tx8be.ChannelNorm" in text
+    assert "<mark>" in text  # the dev_info added to existing ops is marked inside the line
+    same = trace_of("layout_align_demo")[0]
+    assert "identical" in ir_diff_html(same.before, same.after)
+    short = ir_diff_html(npu.before, npu.after, max_lines=5)
+    assert "more diff lines not shown" in short
+
+
+def test_decisions_frame_has_one_row_per_decision_and_data_columns() -> None:
+    npu = step_of("layout_align_demo", "layout-align-npu")
+    frame = decisions_frame(npu.decisions)
+    assert len(frame) == len(npu.decisions)
+    assert {"pass", "op", "choice", "reason", "related", "rule", "direction"} <= set(frame.columns)
+    inserted = frame[frame.choice == "inserted"]
+    assert len(inserted) == npu.stats["channel_norms"]
+    assert set(inserted.rule) == {"conflict"}
+
+
+# ------------------------------------------------------------------ the widget
+
+
+def test_stepper_hides_passes_that_changed_nothing(model_name: str) -> None:
+    steps = trace_of(model_name)
+    w = PassStepper.from_steps(steps)
+    changed = [i for i, s in enumerate(steps) if s.changed]
+    assert w.visible == changed
+    assert w.index == changed[0]
+    assert w.selected_pass == steps[changed[0]].name
+    w.set_state({"hide_unchanged": False})  # the toggle
+    assert w.visible == list(range(len(steps)))
+    w.set_state({"index": 0})
+    assert w.selected_pass == steps[0].name
+    w.toggle.set_state({"value": True})  # the checkbox in the browser
+    assert w.hide_unchanged
+    assert w.index == changed[0]
+
+
+def test_index_is_clamped_to_a_shown_step() -> None:
+    steps = trace_of("layout_align_demo")
+    w = PassStepper.from_steps(steps)
+    w.set_state({"index": 999})
+    assert w.index == w.visible[-1]
+    assert w.selected_pass == steps[-1].name
+    w.set_state({"index": -5})
+    assert w.index == w.visible[0]
+
+
+def test_moving_the_slider_changes_the_shown_pass() -> None:
+    steps = trace_of("layout_align_demo")
+    w = PassStepper.from_steps(steps)
+    position = w.visible.index(next(i for i, s in enumerate(steps) if s.name == "layout-align-npu"))
+    w.slider.set_state({"index": position})  # SelectionSlider syncs the option index
+    assert w.selected_pass == "layout-align-npu"
+    npu = step_of("layout_align_demo", "layout-align-npu")
+    assert w.diff_summary["added"] == npu.stats["channel_norms"]
+    assert "layout-align-npu" in w.header.value
+    assert "wall time" in w.header.value
+    assert "channel_norms_optimal" in w.header.value
+    assert "tx8be.ChannelNorm" in w.ir_diff.value
+    assert f"{len(npu.decisions)} decisions" in w.decisions.value
+    # the graph diff: the output, ChannelNorms marked as added
+    marks = w.graph.view
+    norms = [
+        n for n in marks.nodes.values() if n.op is not None and n.op.kind == "tx8be.ChannelNorm"
+    ]
+    assert norms
+    assert all(f'id="op{n.op.id}"' in w.graph.svg for n in norms if n.op)
+    assert w.graph.overlay == "diff"
+    assert {label for label, _ in w.graph.legend} >= {"added", "changed"}
+    for d in npu.decisions:
+        if d.choice == "inserted":
+            assert w.graph.labels[f"op{d.op_id}"] == "added"
+
+
+def test_removed_ops_appear_in_the_graph_diff() -> None:
+    w = PassStepper.from_steps(trace_of("layout_align_demo"))
+    w.select("layout-align-opt")
+    erased = {d.op_id for d in w.step.decisions if d.choice == "erased"}
+    assert erased
+    assert set(w.diff.removed) == erased
+    assert w.diff_summary["removed"] == len(erased)
+    ids = svg_node_ids(w.graph.svg)
+    for op_id in erased:
+        assert f"op{op_id}" in ids
+        assert w.graph.labels[f"op{op_id}"] == "removed"
+    # click a removed ChannelNorm: its decision is shown
+    some = next(iter(erased))
+    assert some is not None
+    w.graph.set_state({"selected": some})
+    assert [d["choice"] for d in w.graph.selected_decisions] == ["erased"]
+
+
+def test_select_shows_a_hidden_pass_and_rejects_unknown_names() -> None:
+    w = PassStepper.from_steps(trace_of("tiny_cnn"))
+    w.select("dce")
+    assert w.selected_pass == "dce"
+    assert not w.hide_unchanged
+    assert "changed nothing" in w.header.value
+    with pytest.raises(Tx8labError, match="no step named 'nope'"):
+        w.select("nope")
+
+
+def test_from_explorer_and_from_module() -> None:
+    explorer = Explorer(zoo.tiny_cnn(), ["fold-constants", "dce", "layout-init"], TX81)
+    w = PassStepper.from_explorer(explorer)
+    assert [s.name for s in w.steps] == ["fold-constants", "dce", "layout-init"]
+    assert w.selected_pass == "layout-init"
+    m = PassStepper.from_module(zoo.tiny_cnn(), TX81, ["layout-init", "layout-transmit"])
+    assert m.visible == [0, 1]
+    with pytest.raises(Tx8labError, match="no steps"):
+        PassStepper.from_steps([])
+
+
+def test_decisions_table_of_the_shown_step() -> None:
+    w = PassStepper.from_steps(trace_of("tiny_transformer_block"))
+    w.select("layout-align-npu")
+    table = w.decisions_table()
+    assert len(table) == len(w.step.decisions)
+    assert (table["pass"] == "layout-align-npu").all()
