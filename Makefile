@@ -76,6 +76,7 @@ lab: $(VENV)/.stamp
 
 bench: $(VENV)/.stamp
 	$(PY) -m tx8lab.bench
+	$(PY) -m tx8lab.widgets.bench
 
 lint: $(VENV)/.stamp
 	$(VENV)/bin/ruff check .
