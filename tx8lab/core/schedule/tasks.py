@@ -144,6 +144,8 @@ class Timeline:
     retracted: int = 0
     """Task instances moved into the previous step by retraction."""
     tasks: Mapping[str, Task] = field(default_factory=dict)
+    multi_buffer: int = 2
+    """Buffers per looping value the pipeline assumed (buffer-life reads it back)."""
 
 
 @dataclass(frozen=True)

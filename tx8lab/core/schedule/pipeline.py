@@ -1,0 +1,497 @@
+"""sw-pipeline: expand the init pipeline's Repeat nodes into time steps x engines, retracting.
+
+Spec: seed 001 ("TS_SwPipelinePass": getInitPipelineOps, pipeline() with getRetract /
+doRetract and canParallel, getEnginsPipeline) and the BatchNorm main.c load -> compute ->
+store loop. The init pipeline (getInitPipelineOps) is :attr:`ScheduleInput.nodes`;
+:func:`sw_pipeline` walks it in program order, each task one frame; a :class:`Repeat`
+is expanded recursively, one copy of its body per iteration; at every boundary (between
+iterations, and between a Repeat and the tasks around it) the head frames of the later
+part are retracted into the tail frames of the earlier one as far as canParallel allows;
+getEnginsPipeline then puts each task instance into its engine slot of a time step.
+
+Readings chosen where the seed is vague:
+
+- **Frames.** A frame (the seed's ``opsBase``) starts as one task. Within a run of plain
+  tasks (a segment) nothing moves: the seed retracts only at boundaries. A *segment* is a
+  maximal run of consecutive tasks, or one Repeat's expansion.
+- **getRetract.** Joining part P (frames P[0..]) after the frames O[0..L) built so far,
+  a retraction by k overlays P[j] on O[L-k+j] for j < k. k is valid when every overlaid
+  pair canParallel: disjoint engines (a step holds at most one task per engine), and no
+  task of P[j] depends on a task of O at position >= L-k+j (it must run strictly after
+  its producers). The *largest* valid k is taken (scan from min(L, len(P)) down), as the
+  seed's "最大可以回缩的指令数量"; validity is not monotone in k (a head ``ct`` may clash
+  with the tail ``ct`` at k=1 yet fit beside the ``ld`` at k=2). Retraction therefore
+  never adds a step: each join makes ``L + len(P) - k`` frames.
+- **Dependences** are through SPM memory, tracked per buffer *version*: a read of a
+  memory the other writes (RAW), a write to a memory the other reads (WAR) or writes
+  (WAW). The memory of a version is ``(root buffer, copy)``: a fresh write of buffer b
+  takes copy ``n % multi_buffer`` (n = fresh writes of b so far), so with
+  ``multi_buffer=2`` iteration i+1 writes the other copy and only WAR/WAW with iteration
+  i-1 remain; with ``multi_buffer=1`` there is no second copy and every WAR counts.
+- **In-place.** A buffer with ``in_place_of`` lives in the memory of the current version
+  of that buffer (chains followed to the first non-in-place producer, the seed's
+  getInplaceIndex). A task that reads and writes one buffer updates it in place too.
+- **psum.** A task that reads and writes a ``psum`` buffer accumulates into it; its
+  instance at iteration 0 of its innermost Repeat (or outside any Repeat) initialises
+  the accumulator instead: that read is dropped and the write is fresh (a new copy with
+  multi-buffering), so each output slice has its own accumulation chain. The innermost
+  Repeat around a psum update is taken to be its reduction loop.
+- **imm** (an op's scratch space, ``kind="imm"``) belongs to the one task that uses it
+  and is not a dependence between tasks; buffer-life gives it the step of each instance.
+- **getEnginsPipeline conflicts.** canParallel never lets two tasks of one engine share a
+  frame, so frames built here never conflict. :func:`engines_pipeline` also takes
+  hand-made frames: there a task whose engine slot is taken opens a new step right after,
+  and the rest of that frame follows it (order is kept, so nothing runs earlier than in
+  the frame list).
+- **Cycles.** The engines of one step run in parallel and the step ends when its longest
+  task ends (the frame is a join point, as the kernel core waits for every engine before
+  issuing the next frame): step s starts at the end of step s-1; a slot runs
+  ``[step start, step start + cycles)``. ``step_overhead_cycles`` adds a fixed cost per
+  step (e.g. one NCC join, ``round(hw.tile.ncc_join_s * hw.clock_hz)``; default 0). Issue
+  overheads are part of each task's cycles (the tile cost model adds them).
+- ``retracted`` counts task instances placed into a frame that already existed, each
+  once (a frame overlaid again at an outer boundary carries instances counted at the
+  inner one); so ``steps = instances - retracted``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from tx8lab.core.schedule.tasks import (
+    ENGINES,
+    Buffer,
+    Engine,
+    Node,
+    Repeat,
+    ScheduleInput,
+    Slot,
+    Task,
+    Timeline,
+)
+from tx8lab.errors import Tx8labError
+
+Memory = tuple[str, int]
+"""An SPM memory: (root buffer id, copy index)."""
+
+_ENGINE_BIT: dict[str, int] = {e: 1 << i for i, e in enumerate(ENGINES)}
+
+
+@dataclass(frozen=True)
+class Use:
+    """One buffer version a task instance reads or writes."""
+
+    buffer: str
+    """The :class:`Buffer` id as the task names it."""
+    root: str
+    """The buffer whose memory holds it (in-place chains followed to the first producer)."""
+    generation: int
+    """Fresh writes of ``root`` before this one: versions sharing it share one memory."""
+    copy: int
+    """``generation % multi_buffer``: which of the root's buffers."""
+
+    @property
+    def memory(self) -> Memory:
+        """The memory the version occupies."""
+        return (self.root, self.copy)
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One execution of a :class:`Task` in the expanded program (program order)."""
+
+    task: Task
+    iteration: tuple[int, ...]
+    """Index of each enclosing Repeat, outermost first."""
+    reads: tuple[Use, ...]
+    writes: tuple[Use, ...]
+    imm: tuple[str, ...]
+    """Scratch (``imm``) buffers the task uses."""
+
+    @property
+    def key(self) -> tuple[str, tuple[int, ...]]:
+        """``(task id, iteration)``: unique in a group."""
+        return (self.task.id, self.iteration)
+
+
+def check_input(inp: ScheduleInput) -> dict[str, Task]:
+    """Validate ``inp``; return its tasks by id.
+
+    Raises:
+        Tx8labError: a duplicate task id, an unknown engine or buffer, negative cycles or
+            bytes, a Repeat of fewer than one iteration or with an empty body, an in-place
+            cycle, or an imm buffer shared by two tasks.
+    """
+    tasks: dict[str, Task] = {}
+    where = f"group {inp.group_id}"
+    for key, buf in inp.buffers.items():
+        if key != buf.id:
+            raise Tx8labError(f"{where}: buffers[{key!r}] holds Buffer id {buf.id!r}")
+        if buf.bytes < 0:
+            raise Tx8labError(f"{where}: buffer {buf.id!r} has negative bytes ({buf.bytes})")
+        if buf.in_place_of is not None and buf.in_place_of not in inp.buffers:
+            raise Tx8labError(
+                f"{where}: buffer {buf.id!r} is in place of unknown buffer {buf.in_place_of!r}"
+            )
+    for buf in inp.buffers.values():
+        _chain_root(inp.buffers, buf.id, where)
+    imm_user: dict[str, str] = {}
+
+    def visit(nodes: Sequence[Node], path: str) -> None:
+        for node in nodes:
+            if isinstance(node, Repeat):
+                if node.times < 1 or not node.body:
+                    raise Tx8labError(
+                        f"{where}: Repeat at {path or 'top level'} has times={node.times} and "
+                        f"{len(node.body)} body nodes; a Repeat needs times >= 1 and a body"
+                    )
+                visit(node.body, f"{path}/Repeat({node.times})")
+                continue
+            if node.id in tasks:
+                raise Tx8labError(f"{where}: task id {node.id!r} appears twice; ids are unique")
+            if node.engine not in _ENGINE_BIT:
+                raise Tx8labError(
+                    f"{where}: task {node.id!r} has engine {node.engine!r}; "
+                    f"use one of {', '.join(ENGINES)}"
+                )
+            if node.cycles < 0:
+                raise Tx8labError(f"{where}: task {node.id!r} has negative cycles {node.cycles}")
+            for b in (*node.reads, *node.writes):
+                if b not in inp.buffers:
+                    raise Tx8labError(
+                        f"{where}: task {node.id!r} uses buffer {b!r}, which is not in buffers"
+                    )
+                if inp.buffers[b].kind == "imm" and imm_user.setdefault(b, node.id) != node.id:
+                    raise Tx8labError(
+                        f"{where}: imm buffer {b!r} is used by tasks {imm_user[b]!r} and "
+                        f"{node.id!r}; scratch space belongs to one task"
+                    )
+            tasks[node.id] = node
+
+    visit(inp.nodes, "")
+    return tasks
+
+
+def _chain_root(buffers: Mapping[str, Buffer], start: str, where: str) -> str:
+    seen = [start]
+    current = buffers[start]
+    while current.in_place_of is not None:
+        if current.in_place_of in seen:
+            raise Tx8labError(f"{where}: in-place cycle {' -> '.join([*seen, seen[0]])}")
+        seen.append(current.in_place_of)
+        current = buffers[current.in_place_of]
+    return current.id
+
+
+def expand(inp: ScheduleInput, multi_buffer: int = 2) -> list[Instance]:
+    """Every task instance in program order, with the buffer versions it reads and writes.
+
+    Examples:
+        >>> from tx8lab.core.schedule.tasks import Buffer, Repeat, ScheduleInput, Task
+        >>> inp = ScheduleInput(0, (Repeat(2, (Task("ld", 0, "ld", 5, writes=("x",)),)),),
+        ...                     {"x": Buffer("x", 0, 64)})
+        >>> [(i.iteration, i.writes[0].copy) for i in expand(inp)]
+        [((0,), 0), ((1,), 1)]
+    """
+    check_input(inp)
+    _check_multi_buffer(multi_buffer)
+    buffers = inp.buffers
+    current: dict[str, Use] = {}
+    fresh: dict[str, int] = {}
+    out: list[Instance] = []
+
+    def version(task: Task, b: str, iteration: tuple[int, ...], what: str) -> Use:
+        use = current.get(b)
+        if use is None:
+            at = f" at iteration {list(iteration)}" if iteration else ""
+            raise Tx8labError(
+                f"group {inp.group_id}: task {task.id!r}{at} {what} buffer {b!r} before any "
+                "task writes it; load or compute it first"
+            )
+        return use
+
+    def run(task: Task, iteration: tuple[int, ...]) -> None:
+        initial = not iteration or iteration[-1] == 0
+        writes_set = set(task.writes)
+        reads: list[Use] = []
+        imm: list[str] = []
+        for b in task.reads:
+            buf = buffers[b]
+            if buf.kind == "imm":
+                imm.append(b)
+            elif not (buf.kind == "psum" and b in writes_set and initial):
+                u = version(task, b, iteration, "reads")
+                reads.append(Use(b, u.root, u.generation, u.copy))
+        read_set = {u.buffer for u in reads}
+        writes: list[Use] = []
+        for b in task.writes:
+            buf = buffers[b]
+            if buf.kind == "imm":
+                if b not in imm:
+                    imm.append(b)
+                continue
+            if buf.in_place_of is not None:
+                u = version(task, buf.in_place_of, iteration, "writes in place of")
+                use = Use(b, u.root, u.generation, u.copy)
+            elif b in read_set:
+                u = current[b]
+                use = Use(b, u.root, u.generation, u.copy)
+            else:
+                g = fresh.get(b, 0)
+                fresh[b] = g + 1
+                use = Use(b, b, g, g % multi_buffer)
+            current[b] = use
+            writes.append(use)
+        out.append(Instance(task, iteration, tuple(reads), tuple(writes), tuple(imm)))
+
+    def walk(nodes: Sequence[Node], iteration: tuple[int, ...]) -> None:
+        for node in nodes:
+            if isinstance(node, Task):
+                run(node, iteration)
+            else:
+                for i in range(node.times):
+                    walk(node.body, (*iteration, i))
+
+    walk(inp.nodes, ())
+    return out
+
+
+def _check_multi_buffer(multi_buffer: int) -> None:
+    if not isinstance(multi_buffer, int) or multi_buffer < 1:
+        raise Tx8labError(
+            f"multi_buffer={multi_buffer!r}: use 1 (no double buffering) or more buffers per value"
+        )
+
+
+@dataclass
+class _Part:
+    """Frames built so far, with the last position each memory is read / written."""
+
+    frames: list[list[Instance]] = field(default_factory=list)
+    masks: list[int] = field(default_factory=list)
+    last_read: dict[Memory, int] = field(default_factory=dict)
+    last_write: dict[Memory, int] = field(default_factory=dict)
+    retracted: int = 0
+
+    def append(self, inst: Instance) -> None:
+        pos = len(self.frames)
+        self.frames.append([inst])
+        self.masks.append(_ENGINE_BIT[inst.task.engine])
+        for u in inst.reads:
+            self.last_read[u.memory] = pos
+        for u in inst.writes:
+            self.last_write[u.memory] = pos
+
+
+def _earliest(frame: Sequence[Instance], out: _Part) -> int:
+    """First position of ``out`` this frame may share: after every conflicting access."""
+    t = 0
+    lw, lr = out.last_write, out.last_read
+    for inst in frame:
+        for u in inst.reads:
+            t = max(t, lw.get(u.memory, -1) + 1)
+        for u in inst.writes:
+            t = max(t, lw.get(u.memory, -1) + 1, lr.get(u.memory, -1) + 1)
+    return t
+
+
+def get_retract(out: _Part, part: _Part) -> int:
+    """The seed's getRetract: how many head frames of ``part`` overlay the tail of ``out``."""
+    n_out = len(out.frames)
+    k_max = min(n_out, len(part.frames))
+    earliest = [_earliest(part.frames[j], out) for j in range(k_max)]
+    for k in range(k_max, 0, -1):
+        base = n_out - k
+        if all(
+            base + j >= earliest[j] and not (out.masks[base + j] & part.masks[j]) for j in range(k)
+        ):
+            return k
+    return 0
+
+
+def do_retract(out: _Part, part: _Part, k: int) -> None:
+    """The seed's doRetract: splice ``part`` after ``out``, its first ``k`` frames overlaid."""
+    base = len(out.frames) - k
+    for j, frame in enumerate(part.frames):
+        if j < k:
+            out.frames[base + j].extend(frame)
+            out.masks[base + j] |= part.masks[j]
+        else:
+            out.frames.append(frame)
+            out.masks.append(part.masks[j])
+    for m, pos in part.last_read.items():
+        out.last_read[m] = max(out.last_read.get(m, -1), pos + base)
+    for m, pos in part.last_write.items():
+        out.last_write[m] = max(out.last_write.get(m, -1), pos + base)
+    # each overlaid frame brings one instance never moved before (the one that opened it;
+    # the others joined it at a lower level and were counted there)
+    out.retracted += part.retracted + k
+
+
+def _join(out: _Part, part: _Part, retract: bool) -> None:
+    if not part.frames:
+        return
+    do_retract(out, part, get_retract(out, part) if retract and out.frames else 0)
+
+
+def _pipeline(nodes: Sequence[Node], insts: Iterator[Instance], retract: bool) -> _Part:
+    """The seed's pipeline(): frames of ``nodes``, Repeats expanded recursively."""
+    out = _Part()
+    run = _Part()
+    for node in nodes:
+        if isinstance(node, Task):
+            inst = next(insts)
+            assert inst.task is node, "expand() and _pipeline() walk the same tree"
+            run.append(inst)
+            continue
+        _join(out, run, retract)
+        run = _Part()
+        seg = _Part()
+        for _ in range(node.times):
+            _join(seg, _pipeline(node.body, insts, retract), retract)
+        _join(out, seg, retract)
+    _join(out, run, retract)
+    return out
+
+
+def engines_pipeline(frames: Sequence[Sequence[Instance]]) -> list[dict[Engine, Instance]]:
+    """The seed's getEnginsPipeline: each frame's instances in their engine slots.
+
+    A frame holding two tasks of one engine is split: the second opens a new step right
+    after, and the rest of the frame goes with it.
+    """
+    steps: list[dict[Engine, Instance]] = []
+    for frame in frames:
+        step: dict[Engine, Instance] = {}
+        for inst in frame:
+            if inst.task.engine in step:
+                steps.append(step)
+                step = {}
+            step[inst.task.engine] = inst
+        if step:
+            steps.append(step)
+    return steps
+
+
+def sw_pipeline(
+    inp: ScheduleInput,
+    *,
+    retract: bool = True,
+    multi_buffer: int = 2,
+    step_overhead_cycles: int = 0,
+) -> Timeline:
+    """The software pipeline of one group on one tile (see the module docstring).
+
+    Args:
+        inp: the init pipeline and its buffers.
+        retract: overlay the next iteration's head on the previous tail (getRetract);
+            off, every task instance gets a step of its own.
+        multi_buffer: buffers per looping value (2 = double buffering).
+        step_overhead_cycles: cycles added to every step (a per-frame join).
+
+    Examples:
+        >>> from tx8lab.core.schedule.tasks import Buffer, Repeat, ScheduleInput, Task
+        >>> body = (Task("ld:x", 0, "ld", 10, writes=("x",)),
+        ...         Task("ct:y", 1, "ct", 20, reads=("x",), writes=("y",)),
+        ...         Task("st:y", 1, "st", 10, reads=("y",)))
+        >>> bufs = {b: Buffer(b, 0, 64) for b in ("x", "y")}
+        >>> t = sw_pipeline(ScheduleInput(0, (Repeat(4, body),), bufs))
+        >>> t.steps, t.retracted, t.makespan
+        (6, 6, 100)
+    """
+    if step_overhead_cycles < 0:
+        raise Tx8labError(f"step_overhead_cycles={step_overhead_cycles}: use 0 or more")
+    tasks = check_input(inp)
+    instances = expand(inp, multi_buffer)
+    it = iter(instances)
+    part = _pipeline(inp.nodes, it, retract)
+    steps = engines_pipeline(part.frames)
+    slots: list[Slot] = []
+    t = 0
+    for index, step in enumerate(steps):
+        for engine in ENGINES:
+            inst = step.get(engine)
+            if inst is not None:
+                slots.append(
+                    Slot(inst.task.id, inst.iteration, engine, index, t, t + inst.task.cycles)
+                )
+        t += max(i.task.cycles for i in step.values()) + step_overhead_cycles
+    return Timeline(
+        group_id=inp.group_id,
+        slots=tuple(slots),
+        steps=len(steps),
+        makespan=t,
+        retracted=part.retracted,
+        tasks=tasks,
+        multi_buffer=multi_buffer,
+    )
+
+
+def step_bounds(timeline: Timeline) -> list[tuple[int, int]]:
+    """``(start, end)`` cycles of every step: from its first start to its last slot's end."""
+    bounds: list[tuple[int, int]] = [(0, 0)] * timeline.steps
+    seen = [False] * timeline.steps
+    for s in timeline.slots:
+        lo, hi = bounds[s.step]
+        bounds[s.step] = (
+            (s.start, s.end) if not seen[s.step] else (min(lo, s.start), max(hi, s.end))
+        )
+        seen[s.step] = True
+    return bounds
+
+
+def _iteration_text(iteration: tuple[int, ...]) -> str:
+    return "[" + ",".join(str(i) for i in iteration) + "]" if iteration else ""
+
+
+def format_timeline(timeline: Timeline) -> str:
+    """The timeline as a text table: one row per step, one column per engine used.
+
+    Examples:
+        >>> from tx8lab.core.schedule.tasks import Buffer, ScheduleInput, Task
+        >>> inp = ScheduleInput(3, (Task("ld:x", 0, "ld", 10, writes=("x",)),
+        ...                         Task("st:x", 0, "st", 4, reads=("x",))),
+        ...                     {"x": Buffer("x", 0, 64)})
+        >>> print(format_timeline(sw_pipeline(inp)))
+        group 3: 2 steps, makespan 14 cycles, 0 retracted, multi_buffer=2
+        step  start    end  ld    st
+           0      0     10  ld:x  .
+           1     10     14  .     st:x
+    """
+    used = [e for e in ENGINES if any(s.engine == e for s in timeline.slots)]
+    rows: list[list[str]] = [["." for _ in used] for _ in range(timeline.steps)]
+    starts = [0] * timeline.steps
+    ends = [0] * timeline.steps
+    for index, (lo, hi) in enumerate(step_bounds(timeline)):
+        starts[index], ends[index] = lo, hi
+    for s in timeline.slots:
+        rows[s.step][used.index(s.engine)] = s.task + _iteration_text(s.iteration)
+    widths = [max([len(e), *(len(r[c]) for r in rows)]) for c, e in enumerate(used)]
+    head = (
+        f"group {timeline.group_id}: {timeline.steps} steps, makespan {timeline.makespan} "
+        f"cycles, {timeline.retracted} retracted, multi_buffer={timeline.multi_buffer}"
+    )
+
+    def line(prefix: str, cells: Sequence[str]) -> str:
+        return (
+            prefix + "  " + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True))
+        ).rstrip()
+
+    lines = [head, line(f"{'step':>4}  {'start':>5}  {'end':>5}", used)]
+    for index, row in enumerate(rows):
+        lines.append(line(f"{index:>4}  {starts[index]:>5}  {ends[index]:>5}", row))
+    return "\n".join(lines)
+
+
+__all__ = [
+    "Instance",
+    "Memory",
+    "Use",
+    "check_input",
+    "engines_pipeline",
+    "expand",
+    "format_timeline",
+    "step_bounds",
+    "sw_pipeline",
+]

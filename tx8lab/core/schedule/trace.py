@@ -1,0 +1,218 @@
+"""Chrome / Perfetto trace of group timelines: one track per tile engine.
+
+Spec: issue 5 item 7. The Trace Event Format's JSON object form: ``{"traceEvents": [...]}``
+with complete events (``"ph": "X"``, ``ts`` and ``dur`` in microseconds) and metadata
+events (``"ph": "M"``) naming processes and threads; both chrome://tracing and
+ui.perfetto.dev open it.
+
+Readings chosen:
+
+- **pid = tile, tid = engine.** A group given as one :class:`Timeline` (every tile runs the
+  same pipeline) is drawn once as pid 0, named "tile 0 (all tiles alike)"; a mapping tile
+  -> timeline gives one process per tile. Each engine of ``ENGINES`` is a thread (tid =
+  its index), so every tile engine has its own track.
+- **Time.** Cycles at the preset clock (``hw.clock_hz``): ``ts = cycles / clock_hz * 1e6``.
+- **A model** (:func:`model_trace`) lays the groups end to end in program order; a group
+  starts when the previous one ended on every tile (its slowest tile), plus a barrier
+  when the previous group has ``need_barrier``. An extra process ("groups", pid = one past
+  the largest tile id) has a "group" track with one event per group and a "barrier" track.
+- Event ``args`` carry the group id, task id, iteration, step and cycles, so a click in
+  the viewer says which slice of which op ran.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tx8lab.core.schedule.estimate import default_barrier_cycles
+from tx8lab.core.schedule.tasks import ENGINES, Timeline
+from tx8lab.errors import Tx8labError
+from tx8lab.hw.config import ChipConfig
+
+GroupTimelines = Timeline | Mapping[int, Timeline]
+"""One group: a timeline for every tile, or tile id -> timeline."""
+
+_TID = {e: i for i, e in enumerate(ENGINES)}
+
+
+def _us(cycles: int, clock_hz: float) -> float:
+    return cycles / clock_hz * 1e6
+
+
+def _tiles(group: GroupTimelines) -> dict[int, Timeline]:
+    per_tile = {0: group} if isinstance(group, Timeline) else dict(group)
+    if not per_tile:
+        raise Tx8labError("trace: a group has no tile timelines; pass at least one")
+    return per_tile
+
+
+def timeline_events(
+    timeline: Timeline, *, clock_hz: float, pid: int, offset_cycles: int = 0
+) -> list[dict[str, Any]]:
+    """Complete (``"X"``) events for every slot of ``timeline``, shifted by ``offset_cycles``.
+
+    Examples:
+        >>> from tx8lab.core.schedule.pipeline import sw_pipeline
+        >>> from tx8lab.core.schedule.tasks import Buffer, ScheduleInput, Task
+        >>> inp = ScheduleInput(1, (Task("ld:x", 0, "ld", 500, writes=("x",)),),
+        ...                     {"x": Buffer("x", 0, 64)})
+        >>> ev = timeline_events(sw_pipeline(inp), clock_hz=1e9, pid=0, offset_cycles=1000)
+        >>> ev[0]["name"], ev[0]["ts"], ev[0]["dur"], ev[0]["tid"]
+        ('ld:x', 1.0, 0.5, 0)
+    """
+    events: list[dict[str, Any]] = []
+    for s in timeline.slots:
+        task = timeline.tasks.get(s.task)
+        name = s.task + ("[" + ",".join(map(str, s.iteration)) + "]" if s.iteration else "")
+        args: dict[str, Any] = {
+            "group": timeline.group_id,
+            "task": s.task,
+            "iteration": list(s.iteration),
+            "step": s.step,
+            "cycles": s.end - s.start,
+        }
+        if task is not None:
+            args["op_id"] = task.op_id
+            if task.stage:
+                args["stage"] = task.stage
+            if task.explain:
+                args["explain"] = task.explain
+        events.append(
+            {
+                "name": name,
+                "cat": f"group {timeline.group_id}",
+                "ph": "X",
+                "ts": _us(offset_cycles + s.start, clock_hz),
+                "dur": _us(s.end - s.start, clock_hz),
+                "pid": pid,
+                "tid": _TID[s.engine],
+                "args": args,
+            }
+        )
+    return events
+
+
+def _metadata(pid: int, name: str, threads: Sequence[tuple[int, str]]) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = [
+        {"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": name}},
+        {
+            "name": "process_sort_index",
+            "ph": "M",
+            "pid": pid,
+            "tid": 0,
+            "args": {"sort_index": pid},
+        },
+    ]
+    for tid, thread in threads:
+        events.append(
+            {"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": thread}}
+        )
+        events.append(
+            {
+                "name": "thread_sort_index",
+                "ph": "M",
+                "pid": pid,
+                "tid": tid,
+                "args": {"sort_index": tid},
+            }
+        )
+    return events
+
+
+def _tile_metadata(per_tile: Mapping[int, Timeline]) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    alike = len(per_tile) == 1
+    for tile in sorted(per_tile):
+        name = f"tile {tile}" + (" (all tiles alike)" if alike else "")
+        events.extend(_metadata(tile, name, [(i, e) for i, e in enumerate(ENGINES)]))
+    return events
+
+
+def group_trace(group: GroupTimelines, hw: ChipConfig) -> dict[str, Any]:
+    """The trace of one group (one process per tile, one track per engine)."""
+    return model_trace([group], hw, need_barrier=[False])
+
+
+def model_trace(
+    groups: Sequence[GroupTimelines],
+    hw: ChipConfig,
+    *,
+    need_barrier: Sequence[bool] | None = None,
+    barrier_cycles: int | None = None,
+) -> dict[str, Any]:
+    """The trace of a model: the groups end to end, barriers between flagged ones.
+
+    Args:
+        groups: per group, its timeline (all tiles alike) or tile id -> timeline.
+        hw: the chip (its clock converts cycles to microseconds).
+        need_barrier: per group, whether a barrier follows it; None = every group.
+        barrier_cycles: cost of one barrier; None = ``estimate.default_barrier_cycles``.
+    """
+    flags = list(need_barrier) if need_barrier is not None else [True] * len(groups)
+    if len(flags) != len(groups):
+        raise Tx8labError(
+            f"model_trace: {len(groups)} groups but {len(flags)} need_barrier flags; "
+            "give one flag per group"
+        )
+    cost = default_barrier_cycles(hw) if barrier_cycles is None else barrier_cycles
+    tiles: dict[int, Timeline] = {}
+    per_group = [_tiles(g) for g in groups]
+    for per_tile in per_group:
+        for tile, timeline in per_tile.items():
+            tiles.setdefault(tile, timeline)
+    overview = max(tiles, default=0) + 1
+    events: list[dict[str, Any]] = []
+    events.extend(_tile_metadata(tiles))
+    events.extend(_metadata(overview, "groups", [(0, "group"), (1, "barrier")]))
+    clock = hw.clock_hz
+    t = 0
+    for per_tile, barrier in zip(per_group, flags, strict=True):
+        span = max(tl.makespan for tl in per_tile.values())
+        group_id = next(iter(per_tile.values())).group_id
+        for tile, tl in sorted(per_tile.items()):
+            events.extend(timeline_events(tl, clock_hz=clock, pid=tile, offset_cycles=t))
+        events.append(
+            {
+                "name": f"group {group_id}",
+                "cat": "group",
+                "ph": "X",
+                "ts": _us(t, clock),
+                "dur": _us(span, clock),
+                "pid": overview,
+                "tid": 0,
+                "args": {"group": group_id, "cycles": span, "tiles": sorted(per_tile)},
+            }
+        )
+        t += span
+        if barrier:
+            events.append(
+                {
+                    "name": "barrier",
+                    "cat": "barrier",
+                    "ph": "X",
+                    "ts": _us(t, clock),
+                    "dur": _us(cost, clock),
+                    "pid": overview,
+                    "tid": 1,
+                    "args": {"after_group": group_id, "cycles": cost},
+                }
+            )
+            t += cost
+    return {
+        "traceEvents": events,
+        "displayTimeUnit": "ns",
+        "otherData": {"hw": hw.name, "clock_hz": clock, "total_cycles": t},
+    }
+
+
+def write_trace(trace: Mapping[str, Any], path: str | Path) -> Path:
+    """Write ``trace`` as JSON to ``path`` (open it in ui.perfetto.dev); return the path."""
+    out = Path(path)
+    out.write_text(json.dumps(trace, separators=(",", ":")) + "\n")
+    return out
+
+
+__all__ = ["GroupTimelines", "group_trace", "model_trace", "timeline_events", "write_trace"]
