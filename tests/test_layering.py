@@ -140,13 +140,18 @@ def test_headless_layers_never_import_the_widget_stack(layer: str) -> None:
 
 
 def test_core_depends_only_on_hw_config() -> None:
-    """``core -> hw.config`` (and the presets built from it); never kernels, cli, hw.cost."""
+    """``core -> hw.config`` (and the presets and the cost model built on it); never kernels, cli.
+
+    ``hw.cost`` is allowed because it sits on ``hw.config`` alone (next test): the op library
+    hands it plain numbers (MACs, elements, bytes) and it never sees an op.
+    """
     allowed = (
         "tx8lab.core",
         "tx8lab.errors",
         "tx8lab._tools",
         "tx8lab.hw.config",
         "tx8lab.hw.presets",
+        "tx8lab.hw.cost",
     )
     bad = []
     for path in _sources("core"):
@@ -156,6 +161,12 @@ def test_core_depends_only_on_hw_config() -> None:
             if not any(_is_under(module, ok) for ok in allowed):
                 bad.append(f"{path.relative_to(REPO)}:{line} imports {module}")
     assert not bad, "\n".join(bad)
+
+
+def test_hw_cost_imports_only_hw_config() -> None:
+    """``hw/cost.py`` takes plain numbers: nothing from core, so core may call it."""
+    modules = {m for _, m in _imports(PACKAGE / "hw" / "cost.py") if _is_under(m, "tx8lab")}
+    assert modules <= {"tx8lab.errors", "tx8lab.hw.config"}
 
 
 def test_hw_config_imports_nothing_from_tx8lab_but_errors() -> None:

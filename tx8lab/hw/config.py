@@ -212,6 +212,10 @@ class TileConfig(_ConfigMixin):
     ncc_join_s: float
     """NCC cost of one join (wait for engines), seconds."""
 
+    # --- NE accumulation
+    psum_elem_bytes: int
+    """Bytes per element of an NE/CT partial-sum (psum) buffer (fp32 / int32 accumulators)."""
+
     def _check_relations(self) -> None:
         if self.spm_alloc_base_bytes + self.spm_reserved_bytes >= self.spm_bytes:
             raise Tx8labError(
@@ -302,6 +306,8 @@ class ChipConfig(_ConfigMixin):
     """Latency of the first tile-to-tile DTE message a tile sends, seconds."""
     dte_message_s: float
     """Latency of a later tile-to-tile DTE message, seconds."""
+    noc_hop_s: float
+    """Added latency per mesh router hop of a tile-to-tile transfer, seconds."""
 
     # --- off-chip links
     c2c_links: int

@@ -84,6 +84,9 @@ TX81_TILE = TileConfig(
     command_issue_s=1e-6,
     # [board] S3: 0.14 us per NCC join (plus 0.045 us per participant, not modelled)
     ncc_join_s=0.14e-6,
+    # [assumption] partial sums kept in fp32 (int32 for i8), as NE accumulators usually are;
+    # seed 001 names the NE's psum input but not its width
+    psum_elem_bytes=4,
 )
 
 TX81 = ChipConfig(
@@ -109,6 +112,8 @@ TX81 = ChipConfig(
     dte_first_message_s=10e-6,
     # [board] S3: later sends ~1.44-1.49 us (2/8 KiB)
     dte_message_s=1.47e-6,
+    # [assumption] 5 NoC cycles (1 GHz, S2) per router hop; the router depth is not published
+    noc_hop_s=5e-9,
     # [doc] S2: C2C in 4 directions
     c2c_links=4,
     # [doc] S2: 25 GB/s send and 25 GB/s receive per direction (4 x 2 x 25 GB/s = 1600 Gbps,

@@ -211,4 +211,4 @@ def test_channel_norm_alignment_follows_direction() -> None:
 def test_unregistered_stubs_still_raise_not_implemented() -> None:
     op = _sample("Add")
     with pytest.raises(NotImplementedError, match=r"tx8be\.Add"):
-        OPS[op.kind].imm_bytes(op, (1,))
+        OPS[op.kind].tile_sharding_split(op, None)

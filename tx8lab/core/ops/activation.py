@@ -12,6 +12,14 @@ Readings chosen where the seed is vague:
   below 2e-7), because scipy is not a dependency and ``math.erf`` per element is slow.
 - HardSwish is ONNX's ``x * HardSigmoid(x; 1/6, 0.5)``; Clip on integers rounds its
   bounds inward (``ceil(min)``, ``floor(max)``).
+- Cost (``vector_ops``, CGRA operations per element, an assumption: no instruction timing
+  is published): 1 for Relu/Neg/Abs, 2 for Clip (max, min), 3 for HardSigmoid and
+  Reciprocal/Rsqrt (Newton steps), 4 for HardSwish and Sqrt, 8 for Exp and Log (range
+  reduction plus polynomial), 10 for Erf, 12 for Sigmoid and Tanh (an exp, an add and a
+  reciprocal), 13 for Silu, 14 for exact Gelu and 18 for its tanh form.
+- The float-only ops evaluate in fp32: on 16-bit data they need an fp32 copy of the slice
+  as scratch (``imm_bytes`` = 4 bytes per element; seed 001's fp16 -> fp32 conversion
+  through TDMA gatherScatter and CGRA convert), none on f32 data.
 """
 
 from __future__ import annotations
@@ -22,9 +30,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from tx8lab.core.dtypes import bits_of
 from tx8lab.core.ir import Op, TensorType
 from tx8lab.core.ops.common import both_attr, require_float
-from tx8lab.core.ops.registry import Array, AttrSpec, OpAttr, OpDef, f32
+from tx8lab.core.ops.registry import Array, AttrSpec, OpAttr, OpDef, SliceShape, f32
 
 # Numerical Recipes ``erfcc`` coefficients (Chebyshev fit; fractional error < 1.2e-7)
 _ERFC_COEFFS = (
@@ -97,6 +106,12 @@ class UnaryOp(OpDef):
     def op_attr(self, op: Op) -> OpAttr:
         return both_attr(op, mem_inplace=True)
 
+    def imm_bytes(self, op: Op, slice_shape: SliceShape) -> int:
+        # float-only functions run in fp32: a 16-bit slice needs an fp32 copy as scratch
+        if self.float_only and bits_of(self.compute_dtype(op)) == 16:
+            return 4 * slice_shape.points
+        return 0
+
     def fn(self, op: Op, x: Array) -> Array:
         """The numpy operation on float32 (or integer) data."""
         raise NotImplementedError
@@ -153,6 +168,7 @@ class Sigmoid(UnaryOp):
 
     kind: ClassVar[str] = "tx8be.Sigmoid"
     summary = "1 / (1 + exp(-x))"
+    vector_ops = 12.0
 
     def fn(self, op: Op, x: Array) -> Array:
         return _sigmoid(x)
@@ -163,6 +179,7 @@ class Silu(UnaryOp):
 
     kind: ClassVar[str] = "tx8be.Silu"
     summary = "x * sigmoid(x)"
+    vector_ops = 13.0
 
     def fn(self, op: Op, x: Array) -> Array:
         return x * _sigmoid(x)
@@ -173,6 +190,7 @@ class HardSwish(UnaryOp):
 
     kind: ClassVar[str] = "tx8be.HardSwish"
     summary = "x * relu6(x + 3) / 6"
+    vector_ops = 4.0
 
     def fn(self, op: Op, x: Array) -> Array:
         return np.asarray(x * np.clip(x * np.float32(1.0 / 6.0) + np.float32(0.5), 0, 1))
@@ -183,6 +201,7 @@ class Tanh(UnaryOp):
 
     kind: ClassVar[str] = "tx8be.Tanh"
     summary = "tanh(x)"
+    vector_ops = 12.0
 
     def fn(self, op: Op, x: Array) -> Array:
         return np.tanh(x)
@@ -193,6 +212,7 @@ class Erf(UnaryOp):
 
     kind: ClassVar[str] = "tx8be.Erf"
     summary = "erf(x)"
+    vector_ops = 10.0
 
     def fn(self, op: Op, x: Array) -> Array:
         return erf(x).astype(np.float32)
@@ -203,6 +223,7 @@ class Exp(UnaryOp):
 
     kind: ClassVar[str] = "tx8be.Exp"
     summary = "exp(x)"
+    vector_ops = 8.0
 
     def fn(self, op: Op, x: Array) -> Array:
         return np.exp(x)
@@ -213,6 +234,7 @@ class Log(UnaryOp):
 
     kind: ClassVar[str] = "tx8be.Log"
     summary = "ln(x)"
+    vector_ops = 8.0
 
     def fn(self, op: Op, x: Array) -> Array:
         return np.log(x)
@@ -223,6 +245,7 @@ class Sqrt(UnaryOp):
 
     kind: ClassVar[str] = "tx8be.Sqrt"
     summary = "sqrt(x)"
+    vector_ops = 4.0
 
     def fn(self, op: Op, x: Array) -> Array:
         return np.sqrt(x)
@@ -233,6 +256,7 @@ class Rsqrt(UnaryOp):
 
     kind: ClassVar[str] = "tx8be.Rsqrt"
     summary = "1 / sqrt(x)"
+    vector_ops = 3.0
 
     def fn(self, op: Op, x: Array) -> Array:
         return np.float32(1.0) / np.sqrt(x)
@@ -243,6 +267,7 @@ class Reciprocal(UnaryOp):
 
     kind: ClassVar[str] = "tx8be.Reciprocal"
     summary = "1 / x"
+    vector_ops = 3.0
 
     def fn(self, op: Op, x: Array) -> Array:
         return np.float32(1.0) / x
@@ -253,6 +278,7 @@ class Clip(UnaryOp):
 
     kind: ClassVar[str] = "tx8be.Clip"
     summary = "min(max(x, min), max)"
+    vector_ops = 2.0
     float_only = False
     attrs: ClassVar[dict[str, AttrSpec]] = {
         "min": AttrSpec(float, -math.inf, "lower bound"),
@@ -286,6 +312,7 @@ class HardSigmoid(UnaryOp):
 
     kind: ClassVar[str] = "tx8be.HardSigmoid"
     summary = "max(0, min(1, alpha * x + beta))"
+    vector_ops = 3.0
     attrs: ClassVar[dict[str, AttrSpec]] = {
         "alpha": AttrSpec(float, 0.2, "slope"),
         "beta": AttrSpec(float, 0.5, "offset"),
@@ -313,6 +340,10 @@ class Gelu(UnaryOp):
         if mode not in ("none", "tanh"):
             raise self.fail(f"attribute 'approximate' is {mode!r}; use 'none' or 'tanh'")
         return super()._infer(operands, attrs)
+
+    def vector_ops_per_element(self, op: Op) -> float:
+        # erf form: scale, erf, add, two multiplies; tanh form: x^3, two multiply-adds, tanh
+        return 18.0 if self.attr(op, "approximate") == "tanh" else 14.0
 
     def fn(self, op: Op, x: Array) -> Array:
         x64 = x.astype(np.float64)

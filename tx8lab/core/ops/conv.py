@@ -13,6 +13,14 @@ Readings chosen where the seed is vague:
 - ``layout_str`` (seed 001 layoutInitPass) is ``NHWC-OHWI-NHWC``, with the bias's
   ``Tensor`` before the output when there is one: the seed's example weight layouts are
   OIHW/HWOI, and this library's weight is ``[Cout, KH, KW, Cin/group]``, i.e. OHWI.
+- Iteration dims: ``(N, OH, OW, OC, IC)`` with IC = Cin/group the reduction (loop ``ic``,
+  not shardable). A slice of OH/OW reads the input rows/columns its windows cover
+  (``(oh - 1) * stride + dilated kernel``, the halo, clipped to the input); the input's C
+  follows IC for an ordinary conv, OC (divided by the channel multiplier) for a depthwise
+  one, and is taken whole for other grouped convs.
+- Cost: an implicit GEMM on the NE, ``M = N*OH*OW``, ``K = KH*KW*IC``, ``N = OC`` per group,
+  one product per group in the slice (a depthwise conv is ``OC`` products with N = 1, so
+  the 8x16x8 granule wastes most of the array, as it does on the chip).
 """
 
 from __future__ import annotations
@@ -26,7 +34,16 @@ from numpy.lib.stride_tricks import sliding_window_view
 from tx8lab.core.ir import Op, TensorType
 from tx8lab.core.layout_str import NHWC, OHWI, join_layout, tensor_layout
 from tx8lab.core.ops.common import NE, align_attr, int_tuple, same_dtype
-from tx8lab.core.ops.registry import Array, AttrSpec, OpAttr, OpDef, f32
+from tx8lab.core.ops.registry import (
+    Array,
+    AttrSpec,
+    DimMap,
+    IterDim,
+    OpAttr,
+    OpDef,
+    SliceShape,
+    f32,
+)
 
 
 def window_out_size(
@@ -180,6 +197,58 @@ class Conv2d(OpDef):
 
     def op_attr(self, op: Op) -> OpAttr:
         return align_attr(op, engine=NE)
+
+    def iter_dims(self, op: Op) -> tuple[IterDim, ...]:
+        n, oh, ow, oc = op.results[0].type.shape
+        cg = op.operands[1].type.shape[3]
+        return (
+            IterDim("N", n),
+            IterDim("OH", oh),
+            IterDim("OW", ow),
+            IterDim("OC", oc, "oc"),
+            IterDim("IC", cg, "ic", shardable=False),
+        )
+
+    def _channel_map(self, op: Op) -> int | None:
+        group = int(self.attr(op, "group"))
+        if group == 1:
+            return 4
+        return 3 if op.operands[1].type.shape[3] == 1 else None
+
+    def operand_dims(self, op: Op) -> tuple[DimMap, ...]:
+        maps: list[DimMap] = [(0, 1, 2, self._channel_map(op)), (3, None, None, 4)]
+        if len(op.operands) == 3:
+            maps.append((3,))
+        return tuple(maps)
+
+    def result_dims(self, op: Op) -> tuple[DimMap, ...]:
+        return ((0, 1, 2, 3),)
+
+    def operand_slice(self, op: Op, index: int, iteration: tuple[int, ...]) -> tuple[int, ...]:
+        if index != 0:
+            return super().operand_slice(op, index, iteration)
+        (sh, sw), _, (dh, dw), group = self.params(op.attrs)
+        n, h, w, c = op.operands[0].type.shape
+        _, kh, kw, cg = op.operands[1].type.shape
+        sn, soh, sow, soc, sic = iteration
+        rows = min(h, (soh - 1) * sh + (kh - 1) * dh + 1) if soh else 0
+        cols = min(w, (sow - 1) * sw + (kw - 1) * dw + 1) if sow else 0
+        if group == 1:
+            channels = sic
+        elif cg == 1:
+            multiplier = op.results[0].type.shape[3] // group
+            channels = min(c, -(-soc // multiplier))
+        else:
+            channels = c
+        return (min(n, sn), rows, cols, channels)
+
+    def ne_shape(self, op: Op, slice_shape: SliceShape) -> tuple[int, int, int, int]:
+        n, oh, ow, oc, ic = slice_shape.iteration
+        _, kh, kw, _ = op.operands[1].type.shape
+        group = int(self.attr(op, "group"))
+        per_group = op.results[0].type.shape[3] // group
+        groups = -(-oc // per_group) if group > 1 else 1
+        return groups, n * oh * ow, kh * kw * ic, min(oc, per_group) if group > 1 else oc
 
     def init_layout(self, op: Op) -> str | None:
         # seed 001 layoutInitPass: feature layout, weight layout (here OHWI), [bias], output

@@ -27,10 +27,23 @@ Readings chosen where the seed is vague:
   ``Tensor``-family one only when dim 0 stays in place. Concatenate, Split, Slice, Pad,
   Scatter, Convert, Resize and Unpack carry it (each dim keeps its meaning; ``Tensor`` vs
   ``NTensor`` is re-derived from the new shape). Tuple result i takes operand i's.
+- Slicing (seed ``temporalSliceShape``): iteration dims are the result's (Split: its
+  input's). A dim whose extent the op changes or whose pieces are not independent cannot
+  be cut: Concatenate's and Split's axis, Slice's sliced dims, Pad's padded dims,
+  Scatter's axis, Tuple's dims. Reshape follows its input only on dims it keeps one to
+  one (equal running products on both sides); merged or split dims are taken whole.
+  Transpose's operand dims follow the permutation; Resize's input dims follow the output
+  divided by the scale; Unpack's last input dim is half the output's.
+- Gather and Embedding: the table is read by an RDMA gather (seed 001 LSU
+  ``op_rdmaGather``), so a slice holds only the rows its indices select: the table's
+  gathered dim has ``min(rows, indices in the slice)`` entries.
+- Cost: one CGRA operation per element (a copy or a layout change); a Reshape that keeps
+  the last dim is a view of the same SPM bytes and costs no vector work; Tuple none.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -54,8 +67,62 @@ from tx8lab.core.ops.common import (
     int_tuple,
     norm_axis,
 )
-from tx8lab.core.ops.registry import ALL_BITS, Array, AttrSpec, OpAttr, OpDef, StopsLayout
+from tx8lab.core.ops.registry import (
+    ALL_BITS,
+    Array,
+    AttrSpec,
+    DimMap,
+    IterDim,
+    OpAttr,
+    OpDef,
+    StopsLayout,
+)
 from tx8lab.errors import Tx8labError
+
+
+def _whole(dims: Sequence[IterDim], which: Sequence[int]) -> tuple[IterDim, ...]:
+    """``dims`` with the dims at positions ``which`` made uncuttable."""
+    return tuple(
+        IterDim(d.name, d.size, d.loop, shardable=False, splittable=False) if i in which else d
+        for i, d in enumerate(dims)
+    )
+
+
+def _same_rank_map(shape: Sequence[int], out: Sequence[int], skip: Sequence[int] = ()) -> DimMap:
+    """Dim ``i`` follows iteration dim ``i`` where the sizes agree and ``i`` is not skipped."""
+    return tuple(
+        i if i < len(out) and d == out[i] and i not in skip else None for i, d in enumerate(shape)
+    )
+
+
+def reshape_segments(src: Sequence[int], dst: Sequence[int]) -> list[tuple[list[int], list[int]]]:
+    """Pair runs of ``src`` and ``dst`` dims with equal products (size-1 dims on their own).
+
+    Examples:
+        >>> reshape_segments((1, 128, 768), (1, 128, 12, 64))
+        [([1], [1]), ([2], [2, 3])]
+    """
+    a = [i for i, d in enumerate(src) if d != 1]
+    b = [i for i, d in enumerate(dst) if d != 1]
+    out: list[tuple[list[int], list[int]]] = []
+    i = j = 0
+    while i < len(a) and j < len(b):
+        left, right = [a[i]], [b[j]]
+        pa, pb = src[a[i]], dst[b[j]]
+        i, j = i + 1, j + 1
+        while pa != pb:
+            if pa < pb and i < len(a):
+                left.append(a[i])
+                pa *= src[a[i]]
+                i += 1
+            elif pb < pa and j < len(b):
+                right.append(b[j])
+                pb *= dst[b[j]]
+                j += 1
+            else:
+                break
+        out.append((left, right))
+    return out
 
 
 class _DataOp(OpDef):
@@ -107,6 +174,29 @@ class Reshape(StopsLayout, _DataOp):
                 f"shape {tuple(shape)} has {known} elements but x {x} has {x.num_elements}"
             )
         return (x.with_shape(shape),)
+
+    def _kept(self, op: Op) -> dict[int, int]:
+        """Result dim -> operand dim for dims kept one to one."""
+        src, dst = op.operands[0].type.shape, op.results[0].type.shape
+        return {
+            right[0]: left[0]
+            for left, right in reshape_segments(src, dst)
+            if len(left) == 1 and len(right) == 1
+        }
+
+    def iter_dims(self, op: Op) -> tuple[IterDim, ...]:
+        dims = super().iter_dims(op)
+        kept = self._kept(op)
+        return _whole(dims, [i for i, d in enumerate(dims) if i not in kept and d.size != 1])
+
+    def operand_dims(self, op: Op) -> tuple[DimMap, ...]:
+        back = {o: r for r, o in self._kept(op).items()}
+        return (tuple(back.get(i) for i in range(op.operands[0].type.rank)),)
+
+    def vector_ops_per_element(self, op: Op) -> float:
+        # same last dim: the same bytes in SPM, a view; otherwise a relayout copy
+        src, dst = op.operands[0].type.shape, op.results[0].type.shape
+        return 0.0 if src[-1:] == dst[-1:] else 1.0
 
     def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
         return (inputs[0].reshape(op.results[0].type.shape),)
@@ -162,6 +252,10 @@ class Transpose(_AlignDataOp):
             return permute_layout(layout, perm)
         return None
 
+    def operand_dims(self, op: Op) -> tuple[DimMap, ...]:
+        perm = self.perm(op.operands[0].type.rank, op.attrs)
+        return (tuple(perm.index(j) for j in range(len(perm))),)
+
     def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
         return (np.transpose(inputs[0], self.perm(inputs[0].ndim, op.attrs)),)
 
@@ -197,6 +291,15 @@ class Concatenate(_AlignDataOp):
         shape = list(first.shape)
         shape[axis] = total
         return (first.with_shape(shape),)
+
+    def iter_dims(self, op: Op) -> tuple[IterDim, ...]:
+        axis = norm_axis(self, op.attrs["axis"], op.results[0].type.rank)
+        return _whole(super().iter_dims(op), [axis])
+
+    def operand_dims(self, op: Op) -> tuple[DimMap, ...]:
+        out = op.results[0].type.shape
+        axis = norm_axis(self, op.attrs["axis"], len(out))
+        return tuple(_same_rank_map(v.type.shape, out, (axis,)) for v in op.operands)
 
     def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
         axis = norm_axis(self, op.attrs["axis"], inputs[0].ndim)
@@ -234,6 +337,22 @@ class Split(_DataOp):
             shape[axis] = size
             out.append(x.with_shape(shape))
         return tuple(out)
+
+    def iter_dims(self, op: Op) -> tuple[IterDim, ...]:
+        shape = op.operands[0].type.shape
+        axis = norm_axis(self, op.attrs["axis"], len(shape))
+        dims = tuple(
+            IterDim(f"d{i}", d, "oc" if i == len(shape) - 1 else "nh") for i, d in enumerate(shape)
+        )
+        return _whole(dims, [axis])
+
+    def operand_dims(self, op: Op) -> tuple[DimMap, ...]:
+        return (tuple(range(op.operands[0].type.rank)),)
+
+    def result_dims(self, op: Op) -> tuple[DimMap, ...]:
+        shape = op.operands[0].type.shape
+        axis = norm_axis(self, op.attrs["axis"], len(shape))
+        return tuple(_same_rank_map(r.type.shape, shape, (axis,)) for r in op.results)
 
     def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
         x = inputs[0]
@@ -283,6 +402,22 @@ class Slice(_DataOp):
             return both_attr(op, align_mode=AlignMode.NALIGN)
         return both_attr(op, align_mode=AlignMode.ALIGN)
 
+    def _cut(self, op: Op) -> list[int]:
+        """Dims the slice does not take whole (start 0, to the end, step 1)."""
+        shape = op.operands[0].type.shape
+        return [
+            i
+            for i, (sl, d) in enumerate(zip(self.slices(shape, op.attrs), shape, strict=True))
+            if sl.indices(d) != (0, d, 1)
+        ]
+
+    def iter_dims(self, op: Op) -> tuple[IterDim, ...]:
+        return _whole(super().iter_dims(op), self._cut(op))
+
+    def operand_dims(self, op: Op) -> tuple[DimMap, ...]:
+        cut = self._cut(op)
+        return (tuple(None if i in cut else i for i in range(op.operands[0].type.rank)),)
+
     def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
         return (inputs[0][self.slices(inputs[0].shape, op.attrs)],)
 
@@ -311,6 +446,17 @@ class Pad(_AlignDataOp):
         x = operands[0]
         pairs = self.pads(x.rank, attrs)
         return (x.with_shape([d + lo + hi for d, (lo, hi) in zip(x.shape, pairs, strict=True)]),)
+
+    def _padded(self, op: Op) -> list[int]:
+        pairs = self.pads(op.operands[0].type.rank, op.attrs)
+        return [i for i, (lo, hi) in enumerate(pairs) if lo or hi]
+
+    def iter_dims(self, op: Op) -> tuple[IterDim, ...]:
+        return _whole(super().iter_dims(op), self._padded(op))
+
+    def operand_dims(self, op: Op) -> tuple[DimMap, ...]:
+        padded = self._padded(op)
+        return (tuple(None if i in padded else i for i in range(op.operands[0].type.rank)),)
 
     def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
         x = inputs[0]
@@ -379,6 +525,25 @@ class Gather(StopsLayout, _DataOp):
         shape = (*data.shape[:axis], *indices.shape, *data.shape[axis + 1 :])
         return (data.with_shape(shape),)
 
+    def operand_dims(self, op: Op) -> tuple[DimMap, ...]:
+        data, indices = (v.type for v in op.operands)
+        axis = norm_axis(self, self.attr(op, "axis"), data.rank)
+        shift = indices.rank - 1
+        data_map = tuple(
+            i if i < axis else (None if i == axis else i + shift) for i in range(data.rank)
+        )
+        return (data_map, tuple(range(axis, axis + indices.rank)))
+
+    def operand_slice(self, op: Op, index: int, iteration: tuple[int, ...]) -> tuple[int, ...]:
+        sliced = super().operand_slice(op, index, iteration)
+        if index != 0:
+            return sliced
+        # rdmaGather: only the rows the slice's indices select come into SPM
+        data, indices = (v.type for v in op.operands)
+        axis = norm_axis(self, self.attr(op, "axis"), data.rank)
+        rows = math.prod(iteration[axis : axis + indices.rank])
+        return tuple(min(d, rows) if i == axis else d for i, d in enumerate(sliced))
+
     def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
         data, indices = inputs
         axis = norm_axis(self, self.attr(op, "axis"), data.ndim)
@@ -404,6 +569,18 @@ class Embedding(StopsLayout, _DataOp):
     def op_attr(self, op: Op) -> OpAttr:
         # seed 001: "比如 mask, embedding 就不需要" load: bit 0 (the table) cleared
         return both_attr(op, need_load=ALL_BITS & ~1)
+
+    def operand_dims(self, op: Op) -> tuple[DimMap, ...]:
+        rank = op.operands[1].type.rank
+        return ((None, rank), tuple(range(rank)))
+
+    def operand_slice(self, op: Op, index: int, iteration: tuple[int, ...]) -> tuple[int, ...]:
+        sliced = super().operand_slice(op, index, iteration)
+        if index != 0:
+            return sliced
+        # the table stays in DDR; an RDMA gather brings the slice's rows
+        rows = math.prod(iteration[:-1])
+        return (min(sliced[0], rows), sliced[1])
 
     def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
         table, indices = inputs
@@ -436,6 +613,15 @@ class Scatter(_AlignDataOp):
             if i != axis and n > d:
                 raise self.fail(f"indices {indices} is larger than data {data} in dim {i}")
         return (data,)
+
+    def iter_dims(self, op: Op) -> tuple[IterDim, ...]:
+        axis = norm_axis(self, self.attr(op, "axis"), op.results[0].type.rank)
+        return _whole(super().iter_dims(op), [axis])
+
+    def operand_dims(self, op: Op) -> tuple[DimMap, ...]:
+        out = op.results[0].type.shape
+        axis = norm_axis(self, self.attr(op, "axis"), len(out))
+        return tuple(_same_rank_map(v.type.shape, out, (axis,)) for v in op.operands)
 
     def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
         data, indices, updates = inputs
@@ -496,6 +682,15 @@ class Resize(_DataOp):
         n, h, w, c = x.shape
         return (x.with_shape((n, h * sh, w * sw, c)),)
 
+    def operand_dims(self, op: Op) -> tuple[DimMap, ...]:
+        return ((0, 1, 2, 3),)
+
+    def operand_slice(self, op: Op, index: int, iteration: tuple[int, ...]) -> tuple[int, ...]:
+        n, h, w, c = op.operands[0].type.shape
+        sn, sh, sw, sc = iteration
+        scale_h, scale_w = op.attrs["scale_h"], op.attrs["scale_w"]
+        return (min(n, sn), min(h, -(-sh // scale_h)), min(w, -(-sw // scale_w)), min(c, sc))
+
     def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
         x = inputs[0]
         return (np.repeat(np.repeat(x, op.attrs["scale_h"], axis=1), op.attrs["scale_w"], axis=2),)
@@ -517,6 +712,14 @@ class Unpack(_DataOp):
         if x.rank == 0:
             raise self.fail("packed operand must have rank >= 1")
         return (x.with_shape((*x.shape[:-1], 2 * x.shape[-1])),)
+
+    def operand_dims(self, op: Op) -> tuple[DimMap, ...]:
+        return (tuple(range(op.operands[0].type.rank)),)
+
+    def operand_slice(self, op: Op, index: int, iteration: tuple[int, ...]) -> tuple[int, ...]:
+        shape = op.operands[0].type.shape
+        *head, last = iteration
+        return (*(min(d, s) for d, s in zip(shape, head, strict=False)), -(-last // 2))
 
     def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
         raw = inputs[0].astype(np.int8).view(np.uint8)
@@ -551,6 +754,18 @@ class Tuple(_DataOp):
         self, op: Op, result_layouts: Sequence[str | None]
     ) -> list[str | None]:
         return [layout if is_known(layout) else None for layout in result_layouts]
+
+    vector_ops = 0.0
+
+    def iter_dims(self, op: Op) -> tuple[IterDim, ...]:
+        dims = super().iter_dims(op)
+        return _whole(dims, range(len(dims)))
+
+    def operand_dims(self, op: Op) -> tuple[DimMap, ...]:
+        return tuple((None,) * v.type.rank for v in op.operands)
+
+    def result_dims(self, op: Op) -> tuple[DimMap, ...]:
+        return tuple((None,) * r.type.rank for r in op.results)
 
     def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
         return tuple(inputs)

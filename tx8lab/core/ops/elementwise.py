@@ -15,6 +15,10 @@ Readings chosen where the seed is vague:
   Integer ``Pow`` is computed in float64 and truncated (exact for the usual small powers).
 - ``Compare`` and ``Where`` are CT ops like the arithmetic ones; ``Where`` takes its
   result type from ``a``.
+- Slicing and cost: the iteration dims are the result's; a broadcast operand's dims follow
+  the result's where their sizes agree (a V_VS operand's size-1 dims are loaded whole).
+  One CGRA instruction per element (``vector_ops`` 1), except Div (4: reciprocal by
+  Newton steps, then a multiply) and Pow (16: ``exp(b * log(a))``).
 """
 
 from __future__ import annotations
@@ -114,6 +118,7 @@ class Div(BinaryOp):
 
     kind: ClassVar[str] = "tx8be.Div"
     summary = "a / b"
+    vector_ops = 4.0
 
     def fn(self, a: Array, b: Array) -> Array:
         if a.dtype.kind in "iub":
@@ -149,6 +154,7 @@ class Pow(BinaryOp):
 
     kind: ClassVar[str] = "tx8be.Pow"
     summary = "a ** b"
+    vector_ops = 16.0
 
     def fn(self, a: Array, b: Array) -> Array:
         if a.dtype.kind in "iub":
@@ -216,6 +222,10 @@ class Where(OpDef):
 
     def op_attr(self, op: Op) -> OpAttr:
         return both_attr(op)
+
+    def compute_dtype(self, op: Op) -> str:
+        # the select runs on the data's element type, not on the i1 condition's
+        return op.operands[1].type.dtype
 
     def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
         cond, a, b = inputs

@@ -9,6 +9,8 @@ Readings chosen where the seed is vague:
 - ``infer_type`` cannot work from operand types alone: a group's result types are the
   types of its body's ``tx8be.Return`` operands, so it raises a clear error instead.
 - ``compute`` is never called (the interpreter walks the body); it raises if it is.
+- ``iter_dims`` / ``temporal_slice_shape`` raise too: a group is sliced op by op through its
+  body (``tx8lab.core.schedule.slicing``).
 - Layout inference answers None: ``layout-transmit`` propagates through the body's ops
   (block argument i is operand i, result j is the Return's operand j).
 """
@@ -20,7 +22,7 @@ from typing import Any, ClassVar
 
 from tx8lab.core.ir import Op, TensorType
 from tx8lab.core.ops.common import both_attr
-from tx8lab.core.ops.registry import Array, OpAttr, StopsLayout
+from tx8lab.core.ops.registry import Array, IterDim, OpAttr, StopsLayout
 
 
 class Group(StopsLayout):
@@ -44,3 +46,9 @@ class Group(StopsLayout):
 
     def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
         raise self.fail("a group is run through its body (tx8lab.core.interpret), not compute")
+
+    def iter_dims(self, op: Op) -> tuple[IterDim, ...]:
+        raise self.fail(
+            "a group has no iteration dims of its own: slice its body op by op "
+            "(tx8lab.core.schedule.slicing.schedule_input)"
+        )

@@ -11,10 +11,17 @@ Readings chosen where the seed is vague:
 - Integer products are exact (int64 accumulation); float products use float32 matmul.
 - ``layout_str`` (seed 001 layoutInitPass) is ``Tensor``/``NTensor`` for every operand
   and the result, by each one's dim 0: "Tensor-Tensor-Tensor" for a Gemm of [1, K] rows.
+- Iteration dims: the result's (batch dims, M, N), then the reduction dim K (loop ``ic``;
+  splitting it in time accumulates partial sums; it is not shardable, a cross-tile
+  reduction is not modelled). N is the output channel (loop ``oc``).
+- Cost: ``(batch, M, K, N)`` of the slice on the NE, padded to its 8x16x8 granule; Gemm's
+  alpha/beta/bias are NE post-processing (seed 001: "计算之后,还可以进行后处理") and cost
+  nothing extra.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -23,7 +30,17 @@ import numpy as np
 from tx8lab.core.ir import Op, TensorType
 from tx8lab.core.layout_str import join_layout, tensor_layout
 from tx8lab.core.ops.common import NE, align_attr, same_dtype
-from tx8lab.core.ops.registry import Array, AttrSpec, OpAttr, OpDef, f32
+from tx8lab.core.ops.registry import (
+    Array,
+    AttrSpec,
+    DimMap,
+    IterDim,
+    OpAttr,
+    OpDef,
+    SliceShape,
+    broadcast_map,
+    f32,
+)
 
 
 def _matmul(a: Array, b: Array) -> Array:
@@ -43,6 +60,40 @@ class _NeOp(OpDef):
     def init_layout(self, op: Op) -> str | None:
         # seed 001 layoutInitPass: "GemmOP layout_str = Tensor-Tensor-Tensor"
         return join_layout([tensor_layout(v.type.shape) for v in (*op.operands, *op.results)])
+
+    def inner(self, op: Op) -> int:
+        """The reduction length K."""
+        a = op.operands[0].type
+        return a.shape[-1]
+
+    def iter_dims(self, op: Op) -> tuple[IterDim, ...]:
+        out = op.results[0].type.shape
+        batch = tuple(IterDim(f"B{i}", d) for i, d in enumerate(out[:-2]))
+        return (
+            *batch,
+            IterDim("M", out[-2]),
+            IterDim("N", out[-1], "oc"),
+            IterDim("K", self.inner(op), "ic", shardable=False),
+        )
+
+    def operand_dims(self, op: Op) -> tuple[DimMap, ...]:
+        # batch dims broadcast like numpy; a = [.., M, K], b = [.., K, N]
+        out = op.results[0].type.shape
+        nb = len(out) - 2
+        m, n, k = nb, nb + 1, nb + 2
+        maps: list[DimMap] = []
+        for v, tail in zip(op.operands[:2], ((m, k), (k, n)), strict=True):
+            shape = v.type.shape
+            head = broadcast_map(shape[:-2], out[:-2]) if nb else ()
+            maps.append((*head, *tail))
+        return tuple(maps)
+
+    def result_dims(self, op: Op) -> tuple[DimMap, ...]:
+        return (tuple(range(op.results[0].type.rank)),)
+
+    def ne_shape(self, op: Op, slice_shape: SliceShape) -> tuple[int, int, int, int]:
+        *batch, m, n, k = slice_shape.iteration
+        return math.prod(batch), m, k, n
 
 
 class Gemm(_NeOp):
@@ -78,6 +129,19 @@ class Gemm(_NeOp):
             if full != (m, n):
                 raise self.fail(f"C {c} does not broadcast to [M, N] = [{m}, {n}]")
         return (TensorType((m, n), a.dtype),)
+
+    def inner(self, op: Op) -> int:
+        a = op.operands[0].type
+        return a.shape[0] if self.attr(op, "trans_a") else a.shape[1]
+
+    def operand_dims(self, op: Op) -> tuple[DimMap, ...]:
+        # iteration (M, N, K): A is [M, K] ([K, M] transposed), B [K, N] ([N, K]), C broadcasts
+        a: DimMap = (2, 0) if self.attr(op, "trans_a") else (0, 2)
+        b: DimMap = (1, 2) if self.attr(op, "trans_b") else (2, 1)
+        maps = [a, b]
+        if len(op.operands) == 3:
+            maps.append(broadcast_map(op.operands[2].type.shape, op.results[0].type.shape))
+        return tuple(maps)
 
     def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
         a, b = f32(inputs[0]), f32(inputs[1])

@@ -10,6 +10,9 @@ Readings chosen where the seed is vague:
 - ``LoadConst`` carries the constant's attributes itself (plus ``const_id``, -1 when the
   const manager has not numbered it yet), so it replaces a Constant one for one.
 - All four are BOTH; the loads and the store keep their operand's type and values.
+- Slicing and cost: their iteration dims are their value's dims; a load or store moves
+  the slice's bytes in its layout (``dev_info.mem_layout``) on the RDMA / WDMA at the
+  tile's share of DDR bandwidth. A Constant does no work on the chip (``vector_ops`` 0).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ class Constant(OpDef):
     summary = "constant data"
     family = "memory"
     num_operands = 0
+    vector_ops = 0.0
     attrs: ClassVar[dict[str, AttrSpec]] = {
         "value": AttrSpec((np.ndarray, RandomInit), doc="numpy data or a RandomInit"),
         "shape": AttrSpec(tuple, None, "shape, for a RandomInit value"),

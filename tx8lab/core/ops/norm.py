@@ -13,6 +13,18 @@ Readings chosen where the seed is vague:
   LayerNormalization); gamma/beta broadcast to those trailing dimensions and have x's type.
 - Softmax, LayerNorm and RMSNorm are BOTH (docs/ops.md); all compute in float64 and round
   once to float32, max-subtracted softmax and two-pass variance for stability.
+- Slicing (seed ``temporalSliceShape``): BatchNorm_Inference follows the seed's choice, the
+  input sharded only on C and split in time only on N, H, W, its 1x1x1xC parameters
+  following the C shard and never split. The normalised dims of Softmax (its axis),
+  LayerNorm and RMSNorm (``axis`` .. last) cannot be cut at all: a slice holds whole rows.
+- Cost (CGRA operations per element, assumptions): Softmax 12 (max, subtract, exp 8, sum,
+  scale), LayerNorm 7 (mean, subtract, square, sum, scale by the rsqrt, gamma, beta),
+  RMSNorm 4, BatchNorm_Inference 4 (the seed's x - mean, times rsqrt(var + eps), times
+  scale, plus shift; the per-channel rsqrt is negligible) plus 2 for the fp16/bf16 <-> fp32
+  conversions of 16-bit data.
+- Scratch (seed ``getImmSpSize``): BatchNorm_Inference takes ``2 x sizeof(input slice)``, the
+  seed's op_batchnorm_inference ``imm``; Softmax, LayerNorm and RMSNorm an fp32 copy of the
+  slice (4 bytes per element) plus two fp32 statistics per row.
 """
 
 from __future__ import annotations
@@ -23,18 +35,59 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tx8lab.core.attrs import AlignMode
+from tx8lab.core.dtypes import bits_of
 from tx8lab.core.ir import Op, TensorType
 from tx8lab.core.ops.common import both_attr, norm_axis, require_float, same_dtype
-from tx8lab.core.ops.registry import Array, AttrSpec, OpAttr, OpDef, _default_layout
+from tx8lab.core.ops.registry import (
+    Array,
+    AttrSpec,
+    IterDim,
+    OpAttr,
+    OpDef,
+    SliceShape,
+    _default_layout,
+    value_bytes,
+)
 
 
-class Softmax(OpDef):
+class _RowNorm(OpDef):
+    """Shared slicing of ops that normalise whole rows: dims from ``first_axis`` are whole."""
+
+    def first_axis(self, op: Op) -> int:
+        """The first normalised dim."""
+        return norm_axis(self, self.attr(op, "axis"), op.operands[0].type.rank)
+
+    def last_axis(self, op: Op) -> int:
+        """The last normalised dim."""
+        return op.operands[0].type.rank - 1
+
+    def iter_dims(self, op: Op) -> tuple[IterDim, ...]:
+        lo, hi = self.first_axis(op), self.last_axis(op)
+        return tuple(
+            IterDim(d.name, d.size, d.loop, shardable=False, splittable=False)
+            if lo <= i <= hi
+            else d
+            for i, d in enumerate(super().iter_dims(op))
+        )
+
+    def imm_bytes(self, op: Op, slice_shape: SliceShape) -> int:
+        # an fp32 copy of the slice plus two fp32 statistics (max/sum, mean/var) per row
+        lo, hi = self.first_axis(op), self.last_axis(op)
+        row = 1
+        for i in range(lo, hi + 1):
+            row *= slice_shape.iteration[i]
+        rows = slice_shape.points // max(row, 1)
+        return 4 * slice_shape.points + 8 * rows
+
+
+class Softmax(_RowNorm):
     """exp(x - max) / sum(exp(x - max)) along ``axis``."""
 
     kind: ClassVar[str] = "tx8be.Softmax"
     summary = "softmax along axis"
     family = "norm"
     num_operands = 1
+    vector_ops = 12.0
     attrs: ClassVar[dict[str, AttrSpec]] = {"axis": AttrSpec(int, -1, "softmax axis")}
 
     def _infer(
@@ -46,6 +99,9 @@ class Softmax(OpDef):
             raise self.fail("x must have rank >= 1")
         norm_axis(self, self.attr(attrs, "axis"), x.rank)
         return (x,)
+
+    def last_axis(self, op: Op) -> int:
+        return self.first_axis(op)
 
     def op_attr(self, op: Op) -> OpAttr:
         return both_attr(op)
@@ -73,13 +129,14 @@ def _check_affine(
             )
 
 
-class LayerNorm(OpDef):
+class LayerNorm(_RowNorm):
     """(x - mean) / sqrt(var + eps) * gamma + beta over axis..last."""
 
     kind: ClassVar[str] = "tx8be.LayerNorm"
     summary = "layer normalisation"
     family = "norm"
     num_operands = 3
+    vector_ops = 7.0
     attrs: ClassVar[dict[str, AttrSpec]] = {
         "axis": AttrSpec(int, -1, "first normalised axis (normalise axis..end)"),
         "epsilon": AttrSpec(float, 1e-5, "added to the variance"),
@@ -111,13 +168,14 @@ class LayerNorm(OpDef):
         return (out.astype(np.float32),)
 
 
-class RMSNorm(OpDef):
+class RMSNorm(_RowNorm):
     """x / sqrt(mean(x^2) + eps) * gamma over axis..last."""
 
     kind: ClassVar[str] = "tx8be.RMSNorm"
     summary = "RMS normalisation"
     family = "norm"
     num_operands = 2
+    vector_ops = 4.0
     attrs: ClassVar[dict[str, AttrSpec]] = {
         "axis": AttrSpec(int, -1, "first normalised axis (normalise axis..end)"),
         "epsilon": AttrSpec(float, 1e-6, "added to the mean square"),
@@ -179,6 +237,25 @@ class BatchNorm_Inference(OpDef):
             ):
                 raise self.fail(f"{name} must be [{c}] or 1x..x1x{c}, got {ttype}")
         return (x,)
+
+    def iter_dims(self, op: Op) -> tuple[IterDim, ...]:
+        # seed 001: "input 只能在通道维度上 sharding", split only N, H, W ("只对 input 的 NHW
+        # 进行 split")
+        dims = super().iter_dims(op)
+        last = len(dims) - 1
+        return tuple(
+            IterDim(d.name, d.size, d.loop, shardable=i == last, splittable=i != last)
+            for i, d in enumerate(dims)
+        )
+
+    def vector_ops_per_element(self, op: Op) -> float:
+        # x - mean, * rsqrt(var + eps), * scale, + shift; 16-bit data converts to fp32 and back
+        return 4.0 + (2.0 if bits_of(self.compute_dtype(op)) == 16 else 0.0)
+
+    def imm_bytes(self, op: Op, slice_shape: SliceShape) -> int:
+        # seed 001: "imm 是辅助空间,此处申请了 2xsizeof(input) Bytes"
+        x = op.operands[0].type
+        return 2 * value_bytes(slice_shape.operands[0], x.dtype)
 
     def op_attr(self, op: Op) -> OpAttr:
         # seed 001 queryOpAttr, verbatim

@@ -11,6 +11,13 @@ Readings chosen where the seed is vague:
 - AvgPool2d divides by the cells of the window inside the input (``count_include_pad``
   false) or inside input plus explicit pads (true), as onnxruntime does.
 - MaxPool2d pads with -inf (the smallest integer for integer types), so padding never wins.
+- Slicing: MaxPool2d/AvgPool2d iterate over the output ``(N, OH, OW, C)``; a slice of OH/OW
+  reads the input rows/columns its windows cover (the halo). GlobalAvgPool iterates over
+  ``(N, 1, 1, C, H, W)``: H and W are its reduction dims (loop ``ic``, split in time with a
+  partial sum), as for a Reduce op.
+- Cost (CGRA operations per output point): KH*KW (a max or an add per window tap), plus 1
+  for AvgPool2d's division; GlobalAvgPool one add per input element. On 16-bit data the
+  average pools accumulate in fp32: 4 scratch bytes per output element.
 """
 
 from __future__ import annotations
@@ -20,10 +27,20 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from tx8lab.core.dtypes import bits_of
 from tx8lab.core.ir import Op, TensorType
 from tx8lab.core.ops.common import align_attr, int_tuple, require_rank
 from tx8lab.core.ops.conv import window_out_size, windows
-from tx8lab.core.ops.registry import Array, AttrSpec, OpAttr, OpDef, f32
+from tx8lab.core.ops.registry import (
+    Array,
+    AttrSpec,
+    DimMap,
+    IterDim,
+    OpAttr,
+    OpDef,
+    SliceShape,
+    f32,
+)
 
 
 class _Pool2d(OpDef):
@@ -64,6 +81,26 @@ class _Pool2d(OpDef):
 
     def op_attr(self, op: Op) -> OpAttr:
         return align_attr(op)
+
+    def operand_dims(self, op: Op) -> tuple[DimMap, ...]:
+        return ((0, 1, 2, 3),)
+
+    def operand_slice(self, op: Op, index: int, iteration: tuple[int, ...]) -> tuple[int, ...]:
+        (kh, kw), (sh, sw), _, _ = self.geometry(op.operands[0].type, op.attrs)
+        n, h, w, c = op.operands[0].type.shape
+        sn, soh, sow, sc = iteration
+        rows = min(h, (soh - 1) * sh + kh) if soh else 0
+        cols = min(w, (sow - 1) * sw + kw) if sow else 0
+        return (min(n, sn), rows, cols, min(c, sc))
+
+    def vector_ops_per_element(self, op: Op) -> float:
+        (kh, kw), *_ = self.geometry(op.operands[0].type, op.attrs)
+        return float(kh * kw + (1 if self.kind == "tx8be.AvgPool2d" else 0))
+
+    def imm_bytes(self, op: Op, slice_shape: SliceShape) -> int:
+        if self.kind == "tx8be.AvgPool2d" and bits_of(self.compute_dtype(op)) <= 16:
+            return 4 * slice_shape.points
+        return 0
 
     def padded(self, op: Op, x: Array, fill: Any) -> tuple[Array, Array]:
         """(x padded to cover every window incl. the ceil overhang, window view)."""
@@ -142,6 +179,26 @@ class GlobalAvgPool(OpDef):
 
     def op_attr(self, op: Op) -> OpAttr:
         return align_attr(op)
+
+    def iter_dims(self, op: Op) -> tuple[IterDim, ...]:
+        n, h, w, c = op.operands[0].type.shape
+        return (
+            IterDim("N", n),
+            IterDim("d1", 1),
+            IterDim("d2", 1),
+            IterDim("C", c, "oc"),
+            IterDim("H", h, "ic", shardable=False),
+            IterDim("W", w, "ic", shardable=False),
+        )
+
+    def operand_dims(self, op: Op) -> tuple[DimMap, ...]:
+        return ((0, 4, 5, 3),)
+
+    def imm_bytes(self, op: Op, slice_shape: SliceShape) -> int:
+        # an fp32 accumulator per output element for 8/16-bit data
+        if bits_of(self.compute_dtype(op)) <= 16:
+            return 4 * slice_shape.results[0][0] * slice_shape.results[0][3]
+        return 0
 
     def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
         x = f32(inputs[0])

@@ -11,23 +11,32 @@ Readings chosen where the seed is vague:
   without it a ``Tensor``-family layout is re-derived from the result's shape and a
   dimension-named one (NHWC) cannot be carried. Backward, only ``keepdims`` carries: the
   operand of a rank-dropping reduce may well be an NHWC map.
+- Iteration dims: the result's dims, then one reduction dim per reduced axis (loop ``ic``,
+  not shardable; splitting one in time accumulates a partial sum). Cost: one CGRA
+  operation per input element; on 8/16-bit data an fp32 accumulator per output element
+  as scratch.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
+from tx8lab.core.dtypes import bits_of
 from tx8lab.core.ir import Op, TensorType
 from tx8lab.core.layout_str import TENSOR_FAMILY, carry_layout
 from tx8lab.core.ops.common import align_attr, int_tuple, norm_axis
 from tx8lab.core.ops.registry import (
     Array,
     AttrSpec,
+    DimMap,
+    IterDim,
     OpAttr,
     OpDef,
+    SliceShape,
     carry_backward,
     carry_forward,
     f32,
@@ -69,6 +78,31 @@ class _Reduce(OpDef):
 
     def op_attr(self, op: Op) -> OpAttr:
         return align_attr(op)
+
+    def iter_dims(self, op: Op) -> tuple[IterDim, ...]:
+        x = op.operands[0].type
+        reduced = tuple(
+            IterDim(f"R{a}", x.shape[a], "ic", shardable=False) for a in self.axes(x.rank, op.attrs)
+        )
+        return (*super().iter_dims(op), *reduced)
+
+    def operand_dims(self, op: Op) -> tuple[DimMap, ...]:
+        x = op.operands[0].type
+        axes = self.axes(x.rank, op.attrs)
+        keep = bool(self.attr(op, "keepdims"))
+        out_rank = op.results[0].type.rank
+        kept = [a for a in range(x.rank) if a not in axes]
+        return (
+            tuple(
+                out_rank + axes.index(a) if a in axes else (a if keep else kept.index(a))
+                for a in range(x.rank)
+            ),
+        )
+
+    def imm_bytes(self, op: Op, slice_shape: SliceShape) -> int:
+        if bits_of(self.compute_dtype(op)) <= 16:
+            return 4 * math.prod(slice_shape.results[0])
+        return 0
 
     def infer_layout(self, op: Op, operand_layouts: Sequence[str | None]) -> str | None:
         if self.attr(op, "keepdims"):

@@ -14,9 +14,15 @@ in ``tx8lab.core.ops`` maps ``"tx8be.<Name>"`` to an instance.
 | ``queryOpAttr`` | :meth:`OpDef.op_attr` -> :class:`OpAttr` |
 | seed 000 AlignMode rules | :meth:`OpDef.align_mode` |
 | ``compute`` | :meth:`OpDef.compute` (numpy) |
-| ``getImmSpSize`` / ``tileShardingSplit`` / ``temporalSliceShape`` / ``backWindow`` /
-  ``genOpCode`` | stubs that raise ``NotImplementedError`` naming the op and the issue that
-  fills them; the default pipeline never calls them until then |
+| ``temporalSliceShape`` | :meth:`OpDef.temporal_slice_shape` -> :class:`SliceShape`, over the
+  op's iteration dims (:meth:`OpDef.iter_dims`, :meth:`OpDef.operand_dims`,
+  :meth:`OpDef.result_dims`) |
+| ``getImmSpSize`` | :meth:`OpDef.imm_bytes` |
+| ``getOpClockCycle`` | :meth:`OpDef.cost` / :meth:`OpDef.cycles` / :meth:`OpDef.explain`, through
+  ``tx8lab.hw.cost`` (NE MACs from :meth:`OpDef.ne_shape`, CT work from
+  :meth:`OpDef.vector_ops_per_element`) |
+| ``tileShardingSplit`` / ``backWindow`` / ``genOpCode`` | stubs that raise
+  ``NotImplementedError`` naming the op and the issue that fills them |
 
 Readings chosen where the seed is vague:
 
@@ -28,19 +34,36 @@ Readings chosen where the seed is vague:
   (:meth:`OpDef.infer_operand_layouts`), because ``layoutTransmitPass`` propagates both
   ways; either answers None where the op cannot carry a layout, which stops the pass
   there. Strings go through :mod:`tx8lab.core.layout_str`.
+- **Iteration dims** (what an ``OpStrategy`` indexes): the dims of result 0, then the
+  op's reduction dims (a matmul's K, a conv's input channels, a reduce op's reduced axes).
+  Each has a loop level: reduction dims ``ic``, the last result dim ``oc`` (the channel of
+  NHWC and ``[.., hidden]`` tensors), the others ``nh`` (seed DS_UpdateSliceIR's IC, OC,
+  NH stages). A dim that cannot be cut (a softmax axis, BatchNorm's C in time) says so
+  with ``shardable`` / ``splittable``; sharding a reduction dim would need a cross-tile
+  reduction, which the schedule does not model, so reduction dims are never shardable.
+- **Slice sizes** are ``ceil(ceil(size / shard) / split)`` per iteration dim (the seed's
+  BatchNorm rule: the input is sharded on C and split on N, H, W; its 1x1x1xC parameters
+  follow the input's C shard and are never split). An operand dim maps to an iteration
+  dim (its slice is that dim's slice) or to none (it is taken whole).
+- **Vector work** (:meth:`OpDef.vector_ops_per_element`): 1 for a CGRA instruction that
+  passes over the data once (add, max, compare, copy, layout change), more for functions
+  evaluated as a short sequence of them (exp ~8: range reduction plus polynomial). No
+  per-instruction timing is published; the values are documented assumptions per op.
 """
 
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from tx8lab.core.attrs import AlignMode, DevInfo, Engine, ParallelAttr
+from tx8lab.core.attrs import AlignMode, DevInfo, Engine, LayoutMode, ParallelAttr
+from tx8lab.core.dtypes import bits_of
 from tx8lab.core.ir import Op, TensorType
 from tx8lab.core.layout_str import (
     carry_layout,
@@ -49,9 +72,19 @@ from tx8lab.core.layout_str import (
     split_layout,
     tensor_layout,
 )
+from tx8lab.core.layouts import footprint_bits
+from tx8lab.core.schedule.tasks import OpStrategy
 from tx8lab.errors import Tx8labError
+from tx8lab.hw import cost as hwcost
+from tx8lab.hw.config import ChipConfig
 
 ALL_BITS = 0xFFFFFFFFFFFFFFFF
+
+#: Loop level of an iteration dim (seed DS_UpdateSliceIR stages, outermost first).
+Loop = Literal["nh", "oc", "ic"]
+
+#: An operand's (or result's) dims -> the iteration dim each one follows (None: whole).
+DimMap = tuple[int | None, ...]
 
 Array = npt.NDArray[Any]
 
@@ -86,6 +119,95 @@ class OpAttr:
     def needs_store(self, result_index: int) -> bool:
         """Whether result ``result_index`` needs a store."""
         return bool((self.need_store >> result_index) & 1)
+
+
+@dataclass(frozen=True, slots=True)
+class IterDim:
+    """One iteration dim of an op: what a sharding or temporal split cuts."""
+
+    name: str
+    """Short name (``M``, ``N``, ``K``, ``OH``, ``IC``, ``d0`` ...)."""
+    size: int
+    """Extent of the whole (unsharded) dim."""
+    loop: Loop = "nh"
+    """Loop level: ``ic`` for a reduction dim, ``oc`` for the channel, ``nh`` otherwise."""
+    shardable: bool = True
+    """May be cut across tiles."""
+    splittable: bool = True
+    """May be cut in time (a loop on the tile)."""
+
+    @property
+    def reduce(self) -> bool:
+        """True for a reduction dim (partial results accumulate over it)."""
+        return self.loop == "ic"
+
+
+@dataclass(frozen=True, slots=True)
+class SliceShape:
+    """Seed ``temporalSliceShape``: what one tile handles in one temporal step."""
+
+    iteration: tuple[int, ...]
+    """Slice of each iteration dim."""
+    operands: tuple[tuple[int, ...], ...]
+    """Slice shape of each operand."""
+    results: tuple[tuple[int, ...], ...]
+    """Slice shape of each result."""
+
+    @property
+    def points(self) -> int:
+        """Points of the iteration slice (output elements x reduction extent)."""
+        return math.prod(self.iteration)
+
+
+def slice_extent(size: int, shard: int, split: int) -> int:
+    """``ceil(ceil(size / shard) / split)``: one tile's piece of one temporal step.
+
+    Examples:
+        >>> slice_extent(56, 16, 1), slice_extent(56, 16, 2), slice_extent(3, 4, 1)
+        (4, 2, 1)
+    """
+    per_tile = -(-size // shard)
+    return -(-per_tile // split)
+
+
+def value_bytes(shape: Sequence[int], dtype: str, layout: LayoutMode = LayoutMode.Tensor) -> int:
+    """Bytes a tensor of ``shape``/``dtype`` takes in SPM under ``layout``.
+
+    Cx/NCx pad the channels and align each batch (``tx8lab.core.layouts``); a type without
+    that layout (``i64``, ``i1``) is stored compact, one byte at least per element.
+
+    Examples:
+        >>> value_bytes((2, 1, 2, 131), "f16", LayoutMode.NCx)  # seed 001's NCx example
+        1296
+        >>> value_bytes((3,), "i1")
+        3
+    """
+    shape = tuple(int(d) for d in shape)
+    try:
+        bits = footprint_bits(shape, dtype, layout)
+    except Tx8labError:
+        bits = math.prod(shape) * max(8, bits_of(dtype))
+    return -(-bits // 8)
+
+
+def op_layout(op: Op) -> LayoutMode:
+    """The memory layout of ``op``'s results (``dev_info.mem_layout``; Tensor if unset)."""
+    info = op.attrs.get("dev_info")
+    return info.mem_layout if isinstance(info, DevInfo) else LayoutMode.Tensor
+
+
+def broadcast_map(shape: Sequence[int], out: Sequence[int]) -> DimMap:
+    """Right-aligned numpy broadcast of ``shape`` against ``out``: equal dims follow ``out``.
+
+    Examples:
+        >>> broadcast_map((1, 1, 1, 8), (2, 4, 4, 8)), broadcast_map((8,), (2, 4, 4, 8))
+        ((None, None, None, 3), (3,))
+    """
+    offset = len(out) - len(shape)
+    return tuple(
+        i + offset if i + offset >= 0 and d == out[i + offset] and d != 1 else None
+        for i, d in enumerate(shape)
+    )
 
 
 class _Required:
@@ -141,6 +263,8 @@ class OpDef:
     """Exact count, or (min, max) with max None for variadic."""
     attrs: ClassVar[dict[str, AttrSpec]] = {}
     """Declared attributes (COMMON_ATTRS are always allowed)."""
+    vector_ops: ClassVar[float] = 1.0
+    """CGRA operations per iteration point when the op runs on the CT (see the module doc)."""
 
     # ------------------------------------------------------------- checking helpers
     def fail(self, message: str) -> Tx8labError:
@@ -253,21 +377,165 @@ class OpDef:
         """Reference result on the CPU (seed ``ComputeInterface``)."""
         raise NotImplementedError(f"{self.kind}: no reference compute")
 
-    # ------------------------------------------------------------- filled by later issues
-    def imm_bytes(self, op: Op, slice_shape: Sequence[int]) -> int:
-        """Seed ``getImmSpSize``: scratch SPM bytes for one slice."""
-        raise NotImplementedError(f"{self.kind}: imm_bytes comes with the group-schedule issue")
+    # ------------------------------------------------------------- slicing
+    def iter_dims(self, op: Op) -> tuple[IterDim, ...]:
+        """The dims an :class:`OpStrategy` indexes: result 0's dims, then reduction dims.
 
+        Default: result 0's dims, the last one the channel (loop ``oc``), no reduction.
+        """
+        shape = op.results[0].type.shape if op.results else ()
+        return tuple(
+            IterDim(f"d{i}", d, "oc" if i == len(shape) - 1 else "nh") for i, d in enumerate(shape)
+        )
+
+    def operand_dims(self, op: Op) -> tuple[DimMap, ...]:
+        """For each operand dim, the iteration dim it follows (None: taken whole).
+
+        Default: numpy broadcasting against result 0 (a ``[C]`` bias follows the channel).
+        """
+        out = op.results[0].type.shape if op.results else ()
+        return tuple(broadcast_map(v.type.shape, out) for v in op.operands)
+
+    def result_dims(self, op: Op) -> tuple[DimMap, ...]:
+        """For each result dim, the iteration dim it follows (None: taken whole).
+
+        Default: dim ``i`` follows iteration dim ``i`` where their sizes agree.
+        """
+        sizes = [d.size for d in self.iter_dims(op)]
+        return tuple(
+            tuple(i if i < len(sizes) and d == sizes[i] else None for i, d in enumerate(shape))
+            for shape in (r.type.shape for r in op.results)
+        )
+
+    def check_strategy(self, op: Op, strategy: OpStrategy) -> tuple[IterDim, ...]:
+        """The op's iteration dims, after checking ``strategy`` against them.
+
+        Raises:
+            Tx8labError: wrong length, a factor below 1, or a cut of a dim that forbids it;
+                the message names the op and the dim.
+        """
+        dims = self.iter_dims(op)
+        names = ", ".join(f"{d.name}={d.size}" for d in dims)
+        for field, values in (("shard", strategy.shard), ("split", strategy.split)):
+            if len(values) != len(dims):
+                raise self.fail(
+                    f"{op.label}: {field} {tuple(values)} has {len(values)} entries but the "
+                    f"op has {len(dims)} iteration dims ({names})"
+                )
+            for dim, factor in zip(dims, values, strict=True):
+                if isinstance(factor, bool) or not isinstance(factor, int) or factor < 1:
+                    raise self.fail(
+                        f"{op.label}: {field} of dim {dim.name} must be an int >= 1, got {factor!r}"
+                    )
+                allowed = dim.shardable if field == "shard" else dim.splittable
+                if factor > 1 and not allowed:
+                    how = "sharded across tiles" if field == "shard" else "split in time"
+                    raise self.fail(
+                        f"{op.label}: dim {dim.name} (size {dim.size}) cannot be {how}; "
+                        f"set its {field} to 1"
+                    )
+        return dims
+
+    def temporal_slice_shape(self, op: Op, strategy: OpStrategy | None = None) -> SliceShape:
+        """Seed ``temporalSliceShape``: the shapes on one tile for one temporal step.
+
+        ``strategy`` None means no sharding and no split (the whole op in one step).
+
+        Raises:
+            Tx8labError: the strategy does not fit the op's iteration dims.
+        """
+        if strategy is None:
+            n = len(self.iter_dims(op))
+            strategy = OpStrategy((1,) * n, (1,) * n)
+        dims = self.check_strategy(op, strategy)
+        it = tuple(
+            slice_extent(d.size, shard, split)
+            for d, shard, split in zip(dims, strategy.shard, strategy.split, strict=True)
+        )
+        operands = tuple(self.operand_slice(op, i, it) for i in range(len(op.operands)))
+        results = tuple(
+            _mapped(r.type.shape, m, it)
+            for r, m in zip(op.results, self.result_dims(op), strict=True)
+        )
+        return SliceShape(it, operands, results)
+
+    def operand_slice(self, op: Op, index: int, iteration: tuple[int, ...]) -> tuple[int, ...]:
+        """Slice shape of operand ``index`` for an iteration slice (default: by the map)."""
+        return _mapped(op.operands[index].type.shape, self.operand_dims(op)[index], iteration)
+
+    def imm_bytes(self, op: Op, slice_shape: SliceShape) -> int:
+        """Seed ``getImmSpSize``: scratch SPM bytes one slice needs (default none)."""
+        return 0
+
+    # ------------------------------------------------------------- cost
+    def vector_ops_per_element(self, op: Op) -> float:
+        """CGRA operations per iteration point of a CT op (the class's ``vector_ops``)."""
+        return self.vector_ops
+
+    def compute_dtype(self, op: Op) -> str:
+        """Element type the engine works in: operand 0's (result 0's without operands)."""
+        if op.operands:
+            return op.operands[0].type.dtype
+        return op.results[0].type.dtype if op.results else "f32"
+
+    def ne_shape(self, op: Op, slice_shape: SliceShape) -> tuple[int, int, int, int]:
+        """``(batch, M, K, N)`` of the NE products one slice runs (NE ops only)."""
+        raise self.fail("is not an NE op: it has no matrix-product shape")
+
+    def cost(
+        self, op: Op, slice_shape: SliceShape, hw: ChipConfig, *, tiles: int | None = None
+    ) -> hwcost.Cost:
+        """Seed ``getOpClockCycle``: one slice on the op's engine (``op_attr(op).engine``).
+
+        ``tiles`` is the number of tiles running at once (their DMA share of DDR).
+        """
+        engine = self.op_attr(op).engine
+        if engine is Engine.NE:
+            batch, m, k, n = self.ne_shape(op, slice_shape)
+            return hwcost.ne_cost(m, k, n, self.compute_dtype(op), hw, batch=batch)
+        if engine is Engine.CT:
+            return hwcost.ct_cost(
+                slice_shape.points, self.vector_ops_per_element(op), self.compute_dtype(op), hw
+            )
+        if engine is Engine.RDMA:
+            moved = sum(
+                value_bytes(s, r.type.dtype, op_layout(op))
+                for s, r in zip(slice_shape.results, op.results, strict=True)
+            )
+            return hwcost.dma_cost("ld", moved, hw, active_tiles=tiles)
+        if engine is Engine.WDMA:
+            moved = sum(
+                value_bytes(s, v.type.dtype, op_layout(op))
+                for s, v in zip(slice_shape.operands, op.operands, strict=True)
+            )
+            return hwcost.dma_cost("st", moved, hw, active_tiles=tiles)
+        if engine is Engine.TDMA:
+            moved = sum(
+                value_bytes(s, r.type.dtype, op_layout(op))
+                for s, r in zip(slice_shape.results, op.results, strict=True)
+            )
+            return hwcost.tdma_cost(moved, hw)
+        raise self.fail(f"{op.label}: no cost model for engine {engine.value}")
+
+    def cycles(
+        self, op: Op, slice_shape: SliceShape, hw: ChipConfig, *, tiles: int | None = None
+    ) -> int:
+        """Cycles of one slice (``cost(...).cycles``)."""
+        return self.cost(op, slice_shape, hw, tiles=tiles).cycles
+
+    def explain(
+        self, op: Op, slice_shape: SliceShape, hw: ChipConfig, *, tiles: int | None = None
+    ) -> str:
+        """The cost formula of one slice with its numbers."""
+        return f"{op.label} {tuple(slice_shape.iteration)}: " + hwcost.explain(
+            self.cost(op, slice_shape, hw, tiles=tiles)
+        )
+
+    # ------------------------------------------------------------- filled by later issues
     def tile_sharding_split(self, op: Op, param: Any) -> list[Any]:
         """Seed ``tileShardingSplit``: operand split from the output split."""
         raise NotImplementedError(
             f"{self.kind}: tile_sharding_split comes with the sharding-search issue"
-        )
-
-    def temporal_slice_shape(self, op: Op, param: Any) -> list[Any]:
-        """Seed ``temporalSliceShape``."""
-        raise NotImplementedError(
-            f"{self.kind}: temporal_slice_shape comes with the sharding-search issue"
         )
 
     def back_window(self, op: Op, param: Any) -> list[Any]:
@@ -336,6 +604,13 @@ def carry_backward(op: Op, result_layouts: Sequence[str | None]) -> list[str | N
                 for v in op.operands
             ]
     return [None] * len(op.operands)
+
+
+def _mapped(shape: Sequence[int], dim_map: DimMap, iteration: Sequence[int]) -> tuple[int, ...]:
+    """Slice of a ``shape`` whose dims follow ``dim_map`` (unmapped dims stay whole)."""
+    return tuple(
+        d if m is None else min(d, iteration[m]) for d, m in zip(shape, dim_map, strict=True)
+    )
 
 
 def as_tuple(value: Any) -> tuple[Any, ...]:

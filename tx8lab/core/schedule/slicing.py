@@ -1,0 +1,948 @@
+"""DataSplit for one group: a strategy's slices, its loop stages, and the init pipeline.
+
+Spec: seed 001 "GroupCostPass" / "DataSplitNewPass" (sharding is spatial, split temporal;
+``DS_SlicePropagatePass`` relates a consumer's cut to its producers' through the op
+library; ``DS_UpdateSliceIRPass`` puts each op in a loop stage STAGEIC2IC / STAGEIC2OC /
+STAGEOC2NH by the reduce ops and counts each stage's loop), "TS_SwPipelinePass"
+(``getInitPipelineOps``: one list per stage, concatenated IC -> OC -> NH, a stage that loops
+becomes a ``Repeat`` node), "SPMAllocPass" (BufferLabel/ValueBuffer, ``isImm``, psum, in
+place) and the BatchNorm ``main.c`` (load -> compute -> store in a ``while`` loop).
+
+A group body (after group-ldst: LoadVar/LoadConst, compute ops, StoreVar) and a
+:class:`~tx8lab.core.schedule.tasks.Strategy` give, per compute op, its slice on one tile
+for one step (``temporal_slice_shape`` from the op library); the ops' cut dims, linked
+producer to consumer, give the loops; every load, compute and store becomes a
+:class:`~tx8lab.core.schedule.tasks.Task` timed by the tile cost model, nested in
+:class:`~tx8lab.core.schedule.tasks.Repeat` nodes, with the SPM buffers they read and write.
+
+Readings chosen where the seed is vague:
+
+- **Linked dims.** A producer's result dim and the consumer dim that reads it (through the
+  op library's ``operand_dims`` / ``result_dims``; two consumers of one loaded value are
+  linked through it too) are one *group dim*, like one loop index of the fused nest. Its
+  loop is ``ic`` if any member is a reduction dim, else ``oc`` if any member is an op's
+  channel, else ``nh``: an op feeding a reduce op has that reduce op's stage, which is
+  DS_UpdateSliceIR's rule (ops between two reduce ops take the later one's stage).
+- **Stages.** ``ic`` is STAGEIC2IC (the reduction split in time: partial sums go from IC
+  to IC), ``oc`` STAGEIC2OC, ``nh`` STAGEOC2NH. Loops nest NH (outer) > OC > IC (inner),
+  the seed's IC -> OC -> NH concatenation read inside out. A stage's loop count is the
+  product of the splits of its group dims; a stage counting 1 has no loop.
+- **Consistency.** Within one group dim every op splits by the same factor or by 1; 1 means
+  the op takes that dim whole, so it runs outside that loop and its buffer holds every
+  chunk. Other mixes are an error naming both ops.
+- **Placement.** A task sits in the innermost loop whose chunk changes what it touches
+  (for a load: the slice its consumer reads; a weight does not change with NH). Loop
+  invariant loads are hoisted out (loaded once, kept in SPM) rather than reloaded in
+  every iteration as the seed's BatchNorm ``main.c`` does; a task nested deeper than a
+  loop it does not vary with simply reruns (a weight reloaded per NH iteration).
+- **Program order.** Tasks keep the body's order. In each loop body, the inner loop's
+  tasks form one Repeat at the place of its first task; an outer-level task that does
+  not depend on the pending Repeat moves before it, one that does closes it, and later
+  inner tasks open a second Repeat of the same loop (loop fission).
+- **Buffers** (one tile, one slice; multi-buffer copies are the software pipeline's): a
+  value buffer per SPM value (``%7``; result ``r > 0`` of a multi-result op ``%7:r``),
+  sized by the largest slice its producer writes or a consumer reads, times the chunks a
+  consumer outside the producer's loop needs at once, in the producer's layout
+  (``dev_info.mem_layout``, Cx padding included), rounded up to ``tile.spm_align_bytes``;
+  ``%7.imm`` from the op library's ``imm_bytes``; ``%7.psum`` (``tile.psum_elem_bytes``
+  per output element) when a reduce op's own reduction dim is split in time. A
+  ``mem_inplace`` op's result reuses operand 0's buffer (``in_place_of``) when that value
+  has no other reader, lives in the same loop body and has the same size.
+- Values in DDR (block arguments, ``bypasscodegen`` LoadConsts such as an embedding table,
+  StoreVar results) have no SPM buffer; a compute op reading one directly is noted.
+- **Default strategy.** Shard the largest group dim that every member may shard and that
+  is not a reduction over the group's tiles (greedy: then the next largest with the tiles
+  left). Then, while the group's live bytes exceed the usable SPM, double the split of
+  a group dim of the largest buffer ("halve the largest dim"), the one whose halving
+  leaves the fewest live bytes (ties: the larger slice, then NH before OC before IC; any
+  dim when the largest buffer cannot shrink). Live bytes are the sum of all buffers,
+  those written inside a loop counted ``multi_buffer`` times, in-place ones once: when
+  that fits, every allocation order fits.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from tx8lab.core.attrs import Engine as OpEngine
+from tx8lab.core.grouping import is_compute
+from tx8lab.core.ir import TERMINATORS, Module, Op
+from tx8lab.core.ops import OPS, get_op_def
+from tx8lab.core.ops.registry import IterDim, SliceShape, op_layout, slice_extent, value_bytes
+from tx8lab.core.schedule.tasks import (
+    Buffer,
+    Engine,
+    Node,
+    OpStrategy,
+    Repeat,
+    ScheduleInput,
+    Strategy,
+    Task,
+)
+from tx8lab.errors import Tx8labError
+from tx8lab.hw import cost as hwcost
+from tx8lab.hw.config import ChipConfig
+
+ValueKey = tuple[int, int, bool]
+Loop = Literal["nh", "oc", "ic"]
+
+#: Seed DS_UpdateSliceIR stage labels of the three loops.
+STAGE_NH = "STAGEOC2NH"
+STAGE_OC = "STAGEIC2OC"
+STAGE_IC = "STAGEIC2IC"
+#: Loop -> stage label.
+LOOP_STAGE: dict[Loop, str] = {"nh": STAGE_NH, "oc": STAGE_OC, "ic": STAGE_IC}
+#: Stages in the seed's concatenation order (getInitPipelineOps: IC -> OC -> NH).
+STAGES: tuple[str, ...] = (STAGE_IC, STAGE_OC, STAGE_NH)
+_LEVEL: dict[Loop, int] = {"nh": 1, "oc": 2, "ic": 3}
+_LOOPS: tuple[Loop, ...] = ("nh", "oc", "ic")
+
+_LOADS = frozenset({"tx8be.LoadVar", "tx8be.LoadConst"})
+_STORES = frozenset({"tx8be.StoreVar"})
+_ENGINE: dict[OpEngine, Engine] = {
+    OpEngine.NE: "ne",
+    OpEngine.CT: "ct",
+    OpEngine.TDMA: "tdma",
+    OpEngine.RDMA: "ld",
+    OpEngine.WDMA: "st",
+    OpEngine.SCALAR: "ct",
+}
+
+
+@dataclass(frozen=True)
+class OpPlan:
+    """One compute op under a strategy: its dims, slice and loop placement."""
+
+    op_id: int
+    kind: str
+    dims: tuple[IterDim, ...]
+    strategy: OpStrategy
+    slice: SliceShape
+    loops: tuple[Loop, ...]
+    """The group loop of each iteration dim (its group dim's loop)."""
+    varies: frozenset[Loop]
+    """Loops whose chunk changes this op's slice (it runs inside them)."""
+
+    @property
+    def stage(self) -> str:
+        """The innermost stage it varies with ("" when it runs once)."""
+        inner = _innermost(self.varies)
+        return LOOP_STAGE[inner] if inner else ""
+
+
+@dataclass(frozen=True)
+class SlicePlan:
+    """A group under a strategy: per-op slices and the loop count of every stage."""
+
+    group_id: int
+    ops: Mapping[int, OpPlan]
+    loop_counts: Mapping[str, int]
+    """Stage label -> loop count (1: that stage does not loop)."""
+    tiles: int
+    """Tiles the group runs on (the largest product of an op's shards)."""
+    notes: tuple[str, ...] = ()
+
+
+# ---------------------------------------------------------------- the group body
+
+
+class _Body:
+    """What slicing needs from a group body, independent of the strategy."""
+
+    def __init__(self, group_op: Op) -> None:
+        if group_op.kind != "tx8be.Group" or not group_op.regions:
+            raise Tx8labError(
+                f"slicing needs a tx8be.Group op with a body, got {group_op.label} "
+                "(outline ops with tx8lab.core.grouping.outline or run the group pass)"
+            )
+        self.group = group_op
+        self.ops = [op for op in group_op.regions[0].ops if op.kind not in TERMINATORS]
+        self.compute = [op for op in self.ops if is_compute(op)]
+        self.alias: dict[ValueKey, ValueKey] = {}
+        for op in self.ops:
+            if op.kind == "tx8be.Tuple":
+                for res, v in zip(op.results, op.operands, strict=True):
+                    self.alias[res.key] = self.resolve(v.key)
+        self.producer: dict[ValueKey, tuple[Op, int]] = {}
+        self.users: dict[ValueKey, list[tuple[Op, int]]] = {}
+        for op in self.ops:
+            for r in op.results:
+                self.producer[r.key] = (op, r.index)
+            for j, v in enumerate(op.operands):
+                self.users.setdefault(self.resolve(v.key), []).append((op, j))
+        self.spm = {
+            r.key
+            for op in self.ops
+            if (op.kind in _LOADS and not op.attrs.get("bypasscodegen")) or is_compute(op)
+            for r in op.results
+        }
+        self.dims = {op.id: get_op_def(op.kind).iter_dims(op) for op in self.compute}
+        self.omaps = {op.id: OPS[op.kind].operand_dims(op) for op in self.compute}
+        self.rmaps = {op.id: OPS[op.kind].result_dims(op) for op in self.compute}
+        self._link()
+
+    def resolve(self, key: ValueKey) -> ValueKey:
+        return self.alias.get(key, key)
+
+    def compute_users(self, key: ValueKey) -> list[tuple[Op, int]]:
+        return [(op, j) for op, j in self.users.get(key, []) if op.id in self.dims]
+
+    def _link(self) -> None:
+        """Union-find of (op id, iteration dim) over producer -> consumer edges."""
+        parent: dict[tuple[int, int], tuple[int, int]] = {}
+
+        def find(x: tuple[int, int]) -> tuple[int, int]:
+            while parent.setdefault(x, x) != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        def union(a: tuple[int, int], b: tuple[int, int]) -> None:
+            ra, rb = find(a), find(b)
+            if ra != rb:
+                parent[max(ra, rb)] = min(ra, rb)
+
+        for op in self.compute:
+            for i in range(len(self.dims[op.id])):
+                find((op.id, i))
+        for key in list(self.producer):
+            prod, r = self.producer[key]
+            readers = self.compute_users(key)
+            # each dim of the value: the producer's dim (if a compute op) and each reader's
+            rank = prod.results[r].type.rank
+            for e in range(rank):
+                members: list[tuple[int, int]] = []
+                if prod.id in self.dims:
+                    d = self.rmaps[prod.id][r][e]
+                    if d is not None:
+                        members.append((prod.id, d))
+                for user, j in readers:
+                    omap = self.omaps[user.id][j]
+                    at = omap[e] if e < len(omap) else None
+                    if at is not None:
+                        members.append((user.id, at))
+                for other in members[1:]:
+                    union(members[0], other)
+        self.group_dim: dict[tuple[int, int], tuple[int, int]] = {m: find(m) for m in parent}
+        loops: dict[tuple[int, int], set[str]] = {}
+        for (op_id, i), root in self.group_dim.items():
+            loops.setdefault(root, set()).add(self.dims[op_id][i].loop)
+        self.loop_of: dict[tuple[int, int], Loop] = {
+            root: "ic" if "ic" in got else "oc" if "oc" in got else "nh"
+            for root, got in loops.items()
+        }
+        self.members: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        for m, root in sorted(self.group_dim.items()):
+            self.members.setdefault(root, []).append(m)
+
+    def loop(self, op_id: int, dim: int) -> Loop:
+        return self.loop_of[self.group_dim[(op_id, dim)]]
+
+    def tile_budget(self, hw: ChipConfig) -> int:
+        region = self.group.attrs.get("dev_region")
+        if isinstance(region, tuple) and len(region) == 4 and region[2] * region[3] > 0:
+            return int(region[2] * region[3])
+        return hw.tiles_per_chip
+
+
+def _innermost(loops: Iterable[Loop]) -> Loop | None:
+    inner: Loop | None = None
+    for loop in loops:
+        if inner is None or _LEVEL[loop] > _LEVEL[inner]:
+            inner = loop
+    return inner
+
+
+def _label(op: Op) -> str:
+    return f"%{op.id} ({op.name})"
+
+
+# ---------------------------------------------------------------- the plan
+
+
+def _plan(body: _Body, strategy: Strategy) -> SlicePlan:
+    known = {op.id for op in body.compute}
+    extra = sorted(set(strategy.ops) - known)
+    if extra:
+        raise Tx8labError(
+            f"strategy for group %{body.group.id} names op ids {extra} that are not compute "
+            f"ops of its body (compute ops: {sorted(known)})"
+        )
+    slices: dict[int, SliceShape] = {}
+    for op in body.compute:
+        st = strategy.ops.get(op.id)
+        if st is None:
+            raise Tx8labError(
+                f"strategy for group %{body.group.id} has no OpStrategy for {_label(op)}: "
+                "give one per compute op (or pass strategy=None for the default)"
+            )
+        slices[op.id] = get_op_def(op.kind).temporal_slice_shape(op, st)
+    # each group dim splits by one factor (or 1: that op takes it whole)
+    factor: dict[tuple[int, int], tuple[int, tuple[int, int]]] = {}
+    for op in body.compute:
+        for i, split in enumerate(strategy.ops[op.id].split):
+            if split == 1:
+                continue
+            root = body.group_dim[(op.id, i)]
+            seen = factor.get(root)
+            if seen is None:
+                factor[root] = (split, (op.id, i))
+            elif seen[0] != split:
+                other_id, other_dim = seen[1]
+                raise Tx8labError(
+                    f"group %{body.group.id}: {_label(_body_op(body, op.id))} splits dim "
+                    f"{body.dims[op.id][i].name} by {split} but the linked dim "
+                    f"{body.dims[other_id][other_dim].name} of "
+                    f"{_label(_body_op(body, other_id))} is split by {seen[0]}: linked dims "
+                    "take one split (or 1 to take the dim whole)"
+                )
+    counts = {stage: 1 for stage in STAGES}
+    for root, (split, _) in factor.items():
+        counts[LOOP_STAGE[body.loop_of[root]]] *= split
+    ops: dict[int, OpPlan] = {}
+    for op in body.compute:
+        st = strategy.ops[op.id]
+        loops = tuple(body.loop(op.id, i) for i in range(len(body.dims[op.id])))
+        varies = frozenset(loop for loop, s in zip(loops, st.split, strict=True) if s > 1)
+        ops[op.id] = OpPlan(op.id, op.kind, body.dims[op.id], st, slices[op.id], loops, varies)
+    tiles = max((math.prod(st.shard) for st in strategy.ops.values()), default=1)
+    return SlicePlan(body.group.id, ops, counts, tiles)
+
+
+def _body_op(body: _Body, op_id: int) -> Op:
+    return next(op for op in body.ops if op.id == op_id)
+
+
+def _reset(st: OpStrategy, loops: Sequence[Loop], loop: Loop) -> OpStrategy:
+    """``st`` with the splits of ``loop``'s dims set to 1."""
+    return OpStrategy(
+        st.shard, tuple(1 if lp == loop else s for s, lp in zip(st.split, loops, strict=True))
+    )
+
+
+def _operand_varies(op: Op, plan: OpPlan, index: int) -> frozenset[Loop]:
+    """Loops whose chunk changes operand ``index``'s slice."""
+    entry = get_op_def(op.kind)
+    base = plan.slice.operands[index]
+    return frozenset(
+        loop
+        for loop in plan.varies
+        if entry.temporal_slice_shape(op, _reset(plan.strategy, plan.loops, loop)).operands[index]
+        != base
+    )
+
+
+def _result_varies(op: Op, plan: OpPlan, index: int) -> frozenset[Loop]:
+    """Loops whose chunk changes result ``index``'s slice."""
+    entry = get_op_def(op.kind)
+    base = plan.slice.results[index]
+    return frozenset(
+        loop
+        for loop in plan.varies
+        if entry.temporal_slice_shape(op, _reset(plan.strategy, plan.loops, loop)).results[index]
+        != base
+    )
+
+
+# ---------------------------------------------------------------- tasks and nesting
+
+
+@dataclass
+class _Item:
+    """A task before it has cycles: op, engine, loops, values read and written."""
+
+    op: Op
+    engine: Engine
+    varies: frozenset[Loop]
+    reads: list[ValueKey]
+    writes: list[ValueKey]
+    shapes: dict[ValueKey, tuple[int, ...]] = field(default_factory=dict)
+    """Slice shape of each value it reads or writes."""
+    path: tuple[int, ...] = ()
+    """Ids of the Repeats around it, outermost first."""
+    loops: tuple[tuple[Loop, int], ...] = ()
+    """(loop, times) of each Repeat of ``path``."""
+    value_varies: dict[ValueKey, frozenset[Loop]] = field(default_factory=dict)
+    """Loops whose chunk changes each written value (a partial sum does not change with IC)."""
+
+    @property
+    def level(self) -> int:
+        inner = _innermost(self.varies)
+        return _LEVEL[inner] if inner else 0
+
+    @property
+    def id(self) -> str:
+        return f"{self.engine}:%{self.op.id}"
+
+
+def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
+    items: list[_Item] = []
+    for op in body.ops:
+        if op.kind in _LOADS:
+            if op.attrs.get("bypasscodegen"):
+                continue
+            key = op.results[0].key
+            shape: tuple[int, ...] = op.results[0].type.shape
+            readers = body.compute_users(key)
+            varies: frozenset[Loop] = frozenset()
+            if readers:
+                shape = (0,) * len(shape)
+                for user, j in readers:
+                    got = plan.ops[user.id].slice.operands[j]
+                    shape = tuple(max(a, b) for a, b in zip(shape, got, strict=True))
+                    varies |= _operand_varies(user, plan.ops[user.id], j)
+            items.append(
+                _Item(op, "ld", varies, [], [key], {key: shape}, value_varies={key: varies})
+            )
+        elif op.kind in _STORES:
+            key = body.resolve(op.operands[0].key)
+            if key not in body.spm:
+                continue
+            prod, r = body.producer[key]
+            if prod.id in plan.ops:
+                shape = plan.ops[prod.id].slice.results[r]
+                varies = _result_varies(prod, plan.ops[prod.id], r)
+            else:
+                load = next(it for it in items if it.op.id == prod.id)
+                shape, varies = load.shapes[key], load.varies
+            items.append(_Item(op, "st", varies, [key], [], {key: shape}))
+        elif op.id in plan.ops:
+            p = plan.ops[op.id]
+            engine = _ENGINE[get_op_def(op.kind).op_attr(op).engine]
+            reads: list[ValueKey] = []
+            shapes: dict[ValueKey, tuple[int, ...]] = {}
+            for j, v in enumerate(op.operands):
+                key = body.resolve(v.key)
+                if key in body.spm:
+                    if key not in reads:
+                        reads.append(key)
+                    old = shapes.get(key, p.slice.operands[j])
+                    shapes[key] = tuple(
+                        max(a, b) for a, b in zip(old, p.slice.operands[j], strict=True)
+                    )
+                elif v.is_arg:
+                    notes.append(f"{_label(op)} reads operand {j} from DDR (no load)")
+            writes = [r.key for r in op.results]
+            shapes.update({r.key: p.slice.results[r.index] for r in op.results})
+            changes = {r.key: _result_varies(op, p, r.index) for r in op.results}
+            items.append(_Item(op, engine, p.varies, reads, writes, shapes, value_varies=changes))
+    return items
+
+
+def _nest(
+    items: list[_Item],
+    counts: Mapping[str, int],
+    depth: int,
+    path: tuple[int, ...],
+    loops: tuple[tuple[Loop, int], ...],
+    ids: list[int],
+) -> list[Any]:
+    """Nodes for ``items`` inside the loop at ``depth`` (0: outside every loop).
+
+    Returns items and ``(stage, times, body nodes)`` triples (a Repeat each); every item
+    gets the ids and loops of the Repeats around it.
+    """
+    levels = [lv for lv in (1, 2, 3) if lv > depth and counts[LOOP_STAGE[_LOOPS[lv - 1]]] > 1]
+    if not levels:
+        for it in items:
+            it.path, it.loops = path, loops
+        return list(items)
+    inner = levels[0]
+    loop = _LOOPS[inner - 1]
+    stage = LOOP_STAGE[loop]
+    out: list[Any] = []
+    run: list[_Item] = []
+
+    def flush() -> None:
+        if run:
+            ids[0] += 1
+            body = _nest(
+                list(run),
+                counts,
+                inner,
+                (*path, ids[0]),
+                (*loops, (loop, counts[stage])),
+                ids,
+            )
+            out.append((stage, counts[stage], body))
+            run.clear()
+
+    for it in items:
+        if it.level >= inner:
+            run.append(it)
+            continue
+        produced = {k for r in run for k in r.writes}
+        if run and any(k in produced for k in it.reads):
+            flush()
+        it.path, it.loops = path, loops
+        out.append(it)
+    flush()
+    return out
+
+
+# ---------------------------------------------------------------- buffers
+
+
+def _buffers(
+    body: _Body, plan: SlicePlan, items: list[_Item], hw: ChipConfig
+) -> tuple[dict[str, Buffer], dict[ValueKey, str], dict[str, bool]]:
+    """Buffers, the buffer id of each SPM value, and whether each is written in a loop."""
+    align = hw.tile.spm_align_bytes
+    writer = {k: it for it in items for k in it.writes}
+    readers: dict[ValueKey, list[_Item]] = {}
+    for it in items:
+        for k in it.reads:
+            readers.setdefault(k, []).append(it)
+    loop_of_repeat = {rid: lt for it in items for rid, lt in zip(it.path, it.loops, strict=True)}
+    names: dict[ValueKey, str] = {}
+    buffers: dict[str, Buffer] = {}
+    in_loop: dict[str, bool] = {}
+    for key, it in writer.items():
+        op, r = body.producer[key]
+        name = f"%{op.id}" if r == 0 else f"%{op.id}:{r}"
+        names[key] = name
+        ttype = op.results[r].type
+        shape = it.shapes[key]
+        chunks = 1
+        for reader in readers.get(key, []):
+            shape = tuple(max(a, b) for a, b in zip(shape, reader.shapes[key], strict=True))
+            common = 0
+            while (
+                common < min(len(it.path), len(reader.path))
+                and it.path[common] == reader.path[common]
+            ):
+                common += 1
+            extra = 1
+            for rid in it.path[common:]:
+                loop, times = loop_of_repeat[rid]
+                if loop in it.value_varies[key]:
+                    extra *= times
+            chunks = max(chunks, extra)
+        layout = op_layout(op)
+        size = max(
+            value_bytes(shape, ttype.dtype, layout),
+            chunks * value_bytes(it.shapes[key], ttype.dtype, layout),
+        )
+        buffers[name] = Buffer(name, op.id, _align(size, align))
+        in_loop[name] = bool(it.path)
+    # in place: a mem_inplace op's result reuses operand 0's buffer
+    for it in items:
+        op = it.op
+        if it.engine in ("ld", "st") or not op.operands:
+            continue
+        if not get_op_def(op.kind).op_attr(op).mem_inplace:
+            continue
+        src = body.resolve(op.operands[0].key)
+        dst = op.results[0].key
+        if src not in names or dst not in names:
+            continue
+        sole_reader = [u for u, _ in body.users.get(src, []) if u.kind not in TERMINATORS]
+        same_loop = writer[src].path == it.path
+        a, b = buffers[names[src]], buffers[names[dst]]
+        if len({u.id for u in sole_reader}) == 1 and same_loop and a.bytes == b.bytes:
+            buffers[b.id] = Buffer(b.id, b.op_id, b.bytes, "value", a.id)
+    # scratch and partial sums
+    for it in items:
+        if it.op.id not in plan.ops:
+            continue
+        p = plan.ops[it.op.id]
+        imm = get_op_def(it.op.kind).imm_bytes(it.op, p.slice)
+        if imm:
+            name = f"%{it.op.id}.imm"
+            buffers[name] = Buffer(name, it.op.id, _align(imm, align), "imm")
+            in_loop[name] = False
+        if any(d.reduce and s > 1 for d, s in zip(p.dims, p.strategy.split, strict=True)):
+            name = f"%{it.op.id}.psum"
+            size = math.prod(p.slice.results[0]) * hw.tile.psum_elem_bytes
+            buffers[name] = Buffer(name, it.op.id, _align(size, align), "psum")
+            in_loop[name] = False
+    return buffers, names, in_loop
+
+
+def _align(size: int, align: int) -> int:
+    return -(-size // align) * align if size else 0
+
+
+def live_bytes(si: ScheduleInput, multi_buffer: int = 2) -> int:
+    """SPM bytes if every buffer of ``si`` were live at once (the default's fit test).
+
+    Value buffers written inside a loop count ``multi_buffer`` times, in-place ones not at
+    all (they reuse their source), imm and psum buffers once.
+    """
+    in_loop = {w for node in si.nodes for w in _loop_writes(node, False)}
+    total = 0
+    for buf in si.buffers.values():
+        if buf.in_place_of is not None:
+            continue
+        copies = multi_buffer if buf.kind == "value" and buf.id in in_loop else 1
+        total += buf.bytes * copies
+    return total
+
+
+def _loop_writes(node: Node, inside: bool) -> Iterable[str]:
+    if isinstance(node, Repeat):
+        for inner in node.body:
+            yield from _loop_writes(inner, True)
+    elif inside:
+        yield from node.writes
+
+
+# ---------------------------------------------------------------- building
+
+
+def _build(
+    body: _Body, strategy: Strategy, hw: ChipConfig, *, with_cost: bool
+) -> tuple[ScheduleInput, SlicePlan]:
+    plan = _plan(body, strategy)
+    budget = body.tile_budget(hw)
+    for p in plan.ops.values():
+        if math.prod(p.strategy.shard) > budget:
+            raise Tx8labError(
+                f"group %{body.group.id}: %{p.op_id} ({p.kind}) shards over "
+                f"{math.prod(p.strategy.shard)} tiles {p.strategy.shard} but the group runs on "
+                f"{budget}; make the product of its shard at most {budget}"
+            )
+    notes: list[str] = []
+    items = _items(body, plan, notes)
+    nested = _nest(items, plan.loop_counts, 0, (), (), [0])
+    buffers, names, _ = _buffers(body, plan, items, hw)
+    tiles = plan.tiles
+
+    def task(it: _Item, stage: str) -> Task:
+        reads = tuple(names[k] for k in it.reads if k in names)
+        writes = tuple(names[k] for k in it.writes if k in names)
+        psum = f"%{it.op.id}.psum"
+        imm = f"%{it.op.id}.imm"
+        if psum in buffers:
+            reads, writes = (*reads, psum), (*writes, psum)
+        if imm in buffers:
+            writes = (*writes, imm)
+        cycles, text = 0, ""
+        if with_cost:
+            c = _cost(body, plan, it, hw, tiles, buffers, names)
+            cycles, text = c.cycles, f"{it.id} {c.formula}"
+        return Task(it.id, it.op.id, it.engine, cycles, reads, writes, stage, text)
+
+    def convert(nodes: list[Any], stage: str) -> tuple[Node, ...]:
+        out: list[Node] = []
+        for n in nodes:
+            if isinstance(n, _Item):
+                out.append(task(n, stage))
+            else:
+                inner_stage, times, inner = n
+                out.append(Repeat(times, convert(inner, inner_stage), inner_stage))
+        return tuple(out)
+
+    counts = ", ".join(f"{s}={plan.loop_counts[s]}" for s in STAGES)
+    notes.insert(0, f"loop counts {counts}; {tiles} tiles")
+    si = ScheduleInput(body.group.id, convert(nested, ""), buffers, tiles, tuple(notes))
+    return si, SlicePlan(plan.group_id, plan.ops, plan.loop_counts, plan.tiles, tuple(notes))
+
+
+def _cost(
+    body: _Body,
+    plan: SlicePlan,
+    it: _Item,
+    hw: ChipConfig,
+    tiles: int,
+    buffers: Mapping[str, Buffer],
+    names: Mapping[ValueKey, str],
+) -> hwcost.Cost:
+    op = it.op
+    if it.engine in ("ld", "st"):
+        key = it.writes[0] if it.engine == "ld" else it.reads[0]
+        prod, r = body.producer[key]
+        moved = value_bytes(it.shapes[key], prod.results[r].type.dtype, op_layout(prod))
+        return hwcost.dma_cost(it.engine, moved, hw, active_tiles=tiles)
+    return get_op_def(op.kind).cost(op, plan.ops[op.id].slice, hw, tiles=tiles)
+
+
+# ---------------------------------------------------------------- public entry points
+
+
+def plan_group(group_op: Op, strategy: Strategy, hw: ChipConfig) -> SlicePlan:
+    """Per-op slices, loop placement and the stage loop counts of ``group_op`` under ``strategy``.
+
+    Raises:
+        Tx8labError: the strategy misses an op, names a foreign one, cuts a dim its op
+            forbids, or splits linked dims by different factors.
+    """
+    return _build(_Body(group_op), strategy, hw, with_cost=False)[1]
+
+
+def loop_counts(group_op: Op, strategy: Strategy, hw: ChipConfig) -> dict[str, int]:
+    """Loop count of each stage (seed DS_UpdateSliceIR's pipeline depth per stage)."""
+    return dict(plan_group(group_op, strategy, hw).loop_counts)
+
+
+def schedule_input(
+    group_op: Op,
+    strategy: Strategy | None,
+    hw: ChipConfig,
+    *,
+    multi_buffer: int = 2,
+) -> ScheduleInput:
+    """The init pipeline of ``group_op`` (seed getInitPipelineOps) with its buffers.
+
+    ``strategy`` None takes :func:`default_strategy` (``multi_buffer`` copies per looping
+    buffer in its fit test); its choices are in ``ScheduleInput.notes``.
+    """
+    body = _Body(group_op)
+    extra: list[str] = []
+    if strategy is None:
+        strategy, extra = _default(body, hw, multi_buffer)
+    si, _ = _build(body, strategy, hw, with_cost=True)
+    if extra:
+        si = ScheduleInput(si.group_id, si.nodes, si.buffers, si.tiles, (*si.notes, *extra))
+    return si
+
+
+def default_strategy(group_op: Op, hw: ChipConfig, *, multi_buffer: int = 2) -> Strategy:
+    """The documented default (module docstring): shard the largest dim, split until it fits.
+
+    Raises:
+        Tx8labError: nothing is left to split and the group still does not fit in SPM; the
+            message lists the largest buffers.
+    """
+    return _default(_Body(group_op), hw, multi_buffer)[0]
+
+
+def _default(body: _Body, hw: ChipConfig, multi_buffer: int) -> tuple[Strategy, list[str]]:
+    if multi_buffer < 1:
+        raise Tx8labError(f"multi_buffer must be >= 1, got {multi_buffer}")
+    roots = list(body.members)
+    size = {root: max(body.dims[o][i].size for o, i in body.members[root]) for root in roots}
+
+    def all_members(root: tuple[int, int], flag: str) -> bool:
+        return all(getattr(body.dims[o][i], flag) for o, i in body.members[root])
+
+    shard = {root: 1 for root in roots}
+    notes: list[str] = []
+    left = body.tile_budget(hw)
+    shardable = [r for r in roots if all_members(r, "shardable") and body.loop_of[r] != "ic"]
+    for root in sorted(shardable, key=lambda r: (-size[r], r)):
+        if left <= 1 or size[root] <= 1:
+            break
+        f = min(left, size[root])
+        shard[root] = f
+        left //= f
+        notes.append(f"shard {_dim_text(body, root)} over {f} tiles")
+    split = {root: 1 for root in roots}
+    capacity = hw.tile.spm_usable_bytes
+
+    def strategy_of(splits: Mapping[tuple[int, int], int]) -> Strategy:
+        ops: dict[int, OpStrategy] = {}
+        for op in body.compute:
+            n = len(body.dims[op.id])
+            roots_of = [body.group_dim[(op.id, i)] for i in range(n)]
+            ops[op.id] = OpStrategy(
+                tuple(shard[r] for r in roots_of), tuple(splits[r] for r in roots_of)
+            )
+        return Strategy(ops, multi_buffer)
+
+    def live(splits: Mapping[tuple[int, int], int]) -> tuple[int, ScheduleInput]:
+        si, _ = _build(body, strategy_of(splits), hw, with_cost=False)
+        return live_bytes(si, multi_buffer), si
+
+    current, si = live(split)
+    splittable = [r for r in roots if all_members(r, "splittable")]
+    while current > capacity:
+        # halve a dim of the largest buffer (weighted by its copies), the one that leaves
+        # the fewest live bytes; any dim when none of the largest buffer's can be cut
+        largest = _largest_buffer(si, multi_buffer)
+        best: tuple[Any, ...] | None = None
+        for root in splittable:
+            piece = slice_extent(size[root], shard[root], split[root])
+            if piece < 2:
+                continue
+            trial = {**split, root: split[root] * 2}
+            got, trial_si = live(trial)
+            shrinks = trial_si.buffers[largest].bytes < si.buffers[largest].bytes
+            key = (not shrinks, got, -piece, _LEVEL[body.loop_of[root]], root)
+            if best is None or key < best[0]:
+                best = (key, root, got, trial_si)
+        if best is None:
+            biggest = sorted(si.buffers.values(), key=lambda b: -b.bytes)[:6]
+            listed = ", ".join(f"{b.id} {b.bytes:,} B" for b in biggest)
+            raise Tx8labError(
+                f"group %{body.group.id} does not fit in SPM: {current:,} live bytes > "
+                f"{capacity:,} usable and no dim is left to split; largest buffers: {listed}"
+            )
+        _, root, current, si = best
+        split[root] *= 2
+    for root in roots:
+        if split[root] > 1:
+            notes.append(f"split {_dim_text(body, root)} by {split[root]}")
+    notes.append(f"live {current:,} B of {capacity:,} B usable SPM (x{multi_buffer} buffers)")
+    return strategy_of(split), notes
+
+
+def _largest_buffer(si: ScheduleInput, multi_buffer: int) -> str:
+    """Id of the buffer that takes the most live bytes (the first such, in order)."""
+    in_loop = {w for node in si.nodes for w in _loop_writes(node, False)}
+
+    def weight(buf: Buffer) -> int:
+        if buf.in_place_of is not None:
+            return 0
+        return buf.bytes * (multi_buffer if buf.kind == "value" and buf.id in in_loop else 1)
+
+    return max(si.buffers.values(), key=weight).id
+
+
+def _dim_text(body: _Body, root: tuple[int, int]) -> str:
+    members = body.members[root]
+    op_id, i = members[0]
+    dim = body.dims[op_id][i]
+    return f"{dim.name}={dim.size} of %{op_id} ({body.loop_of[root]}, {len(members)} linked)"
+
+
+# ---------------------------------------------------------------- reports and bench
+
+
+def groups_of(module: Module) -> list[Op]:
+    """The top-level ``tx8be.Group`` ops of every function, in program order."""
+    return [op for func in module.functions for op in func.ops if op.kind == "tx8be.Group"]
+
+
+def engine_busy_cycles(si: ScheduleInput) -> dict[str, int]:
+    """Cycles each engine is busy over the whole group (tasks times their Repeat counts)."""
+    busy: dict[str, int] = {}
+
+    def walk(nodes: Sequence[Node], times: int) -> None:
+        for node in nodes:
+            if isinstance(node, Repeat):
+                walk(node.body, times * node.times)
+            else:
+                busy[node.engine] = busy.get(node.engine, 0) + node.cycles * times
+
+    walk(si.nodes, 1)
+    return busy
+
+
+def strategy_table(
+    module: Module, hw: ChipConfig, *, multi_buffer: int = 2
+) -> list[dict[str, Any]]:
+    """One row per group under the default strategy: loop counts, tiles, buffers, cycles.
+
+    ``bound_cycles`` is the busiest engine (a perfect pipeline), ``serial_cycles`` every task
+    one after another (no overlap); the software pipeline lands in between.
+    """
+    rows: list[dict[str, Any]] = []
+    for group in groups_of(module):
+        body = _Body(group)
+        strategy, _ = _default(body, hw, multi_buffer)
+        si, plan = _build(body, strategy, hw, with_cost=True)
+        busy = engine_busy_cycles(si)
+        rows.append(
+            {
+                "group": group.id,
+                "pattern": group.attrs.get("group_pattern")
+                or " ".join(op.name for op in body.compute),
+                "tiles": si.tiles,
+                **{stage: plan.loop_counts[stage] for stage in STAGES},
+                "tasks": _count_tasks(si.nodes),
+                "buffers": len(si.buffers),
+                "live_bytes": live_bytes(si, multi_buffer),
+                "bound_cycles": max(busy.values(), default=0),
+                "serial_cycles": sum(busy.values()),
+                "limiting_engine": max(busy, key=busy.__getitem__) if busy else "",
+            }
+        )
+    return rows
+
+
+def _count_tasks(nodes: Sequence[Node]) -> int:
+    return sum(_count_tasks(n.body) if isinstance(n, Repeat) else 1 for n in nodes)
+
+
+#: Board figure (hw-fa-fusion.md §1.4, PJLAB vibe_compiler on one TX81): BF16 GEMM
+#: M = N = 4096, K = 1024 on 16 tiles, longest-tile kernel body.
+BOARD_GEMM_MS = 1.801
+
+
+def cost_figures(hw: ChipConfig | None = None) -> list[dict[str, Any]]:
+    """Calibration of the cost model against the board's BF16 GEMM 4096x1024x4096 (1.801 ms).
+
+    Rows: the NE peak alone; the ideal 4x4 output sharding (each tile loads 1024x1024 of A
+    and of B, computes, stores 1024x1024) as the busiest engine; and the default strategy's
+    init pipeline through this module, as the busiest engine (perfect pipeline) and as
+    serial. ``ratio`` is modelled / board: below 1 means the model is optimistic.
+    """
+    from tx8lab.core.ir import Builder
+    from tx8lab.core.passes import build_pipeline
+    from tx8lab.core.pipeline import run_pipeline
+    from tx8lab.hw.presets import TX81
+
+    chip = hw or TX81
+    m = k = 4096
+    inner = 1024
+    tiles = chip.tiles_per_chip
+    to_ms = 1e3 / chip.clock_hz
+    rows: list[dict[str, Any]] = []
+
+    def row(case: str, cycles: int, limiting: str, **extra: Any) -> None:
+        ms = cycles * to_ms
+        rows.append(
+            {
+                "case": case,
+                "modelled_ms": round(ms, 4),
+                "board_ms": BOARD_GEMM_MS,
+                "ratio": round(ms / BOARD_GEMM_MS, 3),
+                "limiting_engine": limiting,
+                **extra,
+            }
+        )
+
+    ne_all = hwcost.ne_cost(m // 4, inner, k // 4, "bf16", chip)
+    row("NE peak only, 1024x1024x1024 per tile", ne_all.work_cycles, "ne")
+    tile_bytes = 1024 * 1024 * 2
+    ld = hwcost.dma_cost("ld", 2 * tile_bytes, chip, active_tiles=tiles)
+    st = hwcost.dma_cost("st", tile_bytes, chip, active_tiles=tiles)
+    ideal = {"ld": ld.cycles, "ne": ne_all.cycles, "st": st.cycles}
+    row(
+        "ideal 4x4 output sharding, busiest engine",
+        max(ideal.values()),
+        max(ideal, key=ideal.__getitem__),
+        **{f"{e}_ms": round(c * to_ms, 4) for e, c in ideal.items()},
+    )
+    b = Builder()
+    x = b.input((m, inner), "bf16")
+    w = b.weight((inner, k), "bf16")
+    b.output(b.op("MatMul", x, w))
+    module = b.finish()
+    out = module
+    for step in run_pipeline(module, build_pipeline(), chip):
+        out = step.after
+    group = next(g for g in groups_of(out) if any(o.kind == "tx8be.MatMul" for o in g.walk()))
+    si = schedule_input(group, None, chip)
+    busy = engine_busy_cycles(si)
+    limiting = max(busy, key=busy.__getitem__)
+    extra = {f"{e}_ms": round(c * to_ms, 4) for e, c in sorted(busy.items())}
+    notes = "; ".join(si.notes)
+    row("default strategy, busiest engine", busy[limiting], limiting, notes=notes, **extra)
+    row("default strategy, serial", sum(busy.values()), limiting)
+    return rows
+
+
+__all__ = [
+    "BOARD_GEMM_MS",
+    "LOOP_STAGE",
+    "STAGES",
+    "STAGE_IC",
+    "STAGE_NH",
+    "STAGE_OC",
+    "OpPlan",
+    "SlicePlan",
+    "cost_figures",
+    "default_strategy",
+    "engine_busy_cycles",
+    "groups_of",
+    "live_bytes",
+    "loop_counts",
+    "plan_group",
+    "schedule_input",
+    "strategy_table",
+]
