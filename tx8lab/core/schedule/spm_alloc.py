@@ -1,0 +1,1220 @@
+"""spm-alloc: give every SPM buffer an offset so no two live buffers share bytes.
+
+Spec: seed 001 "SPMAllocPass" (ValueBuffer sorted by ``start`` with ``operator<``, then an
+allocation of each buffer's ``offset``), issue 5 item 5, and MiniMalloc's problem format
+(``../shared/bench/minimalloc/README.md``). Input: :class:`~tx8lab.core.schedule.tasks.Lifetime`
+rows (half-open ``[lower, upper)`` in time steps, bytes); output: an :class:`Allocation`
+(offset per id, peak, lower bound, status). Two strategies:
+
+- ``seed``: first fit in the seed's ValueBuffer order (by start time): each buffer goes to
+  the lowest offset that clears every already placed buffer live at the same time.
+- ``best``: an exact branch and bound over *canonical* packings, after MiniMalloc (Moffitt,
+  ASPLOS 2023): the next buffer always goes to the lowest offset it can take (so only
+  placements in non-decreasing (offset, preorder) order are explored), candidates are
+  ordered by that offset; pruning by dominance (never leave a gap below the smallest
+  height a remaining buffer could reach), "hatless" buffers (nothing unplaced above them),
+  and section inference (per cross section of simultaneously live buffers: floor + sum of
+  the unplaced sizes must fit under the capacity; the floor is raised to the lowest offset
+  any unplaced member can still take); the problem splits into independent sub-problems
+  whenever no unplaced buffer crosses a section boundary. Three static preorders (width,
+  area, total) run round robin with doubling node limits. The search is an explicit-stack
+  loop compiled with numba (``numba.njit``, cached on disk, compiled on first use).
+  Peak minimisation is anytime: after a fit under the capacity it searches again under
+  ``peak - step`` and keeps the best packing, with doubling node budgets per try; a try
+  that runs out of nodes is skipped (these problems are easy at most capacities and very
+  hard at a few), one proven infeasible ends the descent (the peak is then optimal, or
+  within ``step``). :func:`iter_allocations` yields every improvement.
+
+Readings chosen where the seed is vague:
+
+- The seed's ``operator<`` (``start <= other.start``) is not a strict weak order; the
+  ``seed`` strategy sorts by start and keeps the input order among equal starts (a stable
+  sort), which is what the seed's sort gives for distinct starts.
+- Lifetimes are half-open ``[lower, upper)`` (MiniMalloc, ``tasks.Lifetime``); the
+  seed's inclusive ``[start, end]`` is ``[start, end + 1)``. A buffer ending at t and one
+  starting at t may share bytes.
+- "First fit" (the seed shows the order, not the allocator) is the lowest offset, rounded
+  up to the buffer's alignment, whose ``[offset, offset + size)`` clears all placed buffers
+  that are live at a common instant.
+- A buffer never live (``lower == upper``) or of size 0 gets offset 0 and takes part in no
+  conflict; it still counts in the peak (``offset + size``), as ``check_solution.py``
+  counts it.
+- A packing that does not fit raises :class:`~tx8lab.errors.Tx8labError` naming the
+  capacity, the packing's peak moment (the instant, within the life of the buffer that
+  reaches the peak, with the most live bytes) and the buffers live then with their sizes.
+  For ``best`` the packing is the lowest-peak greedy one; when even the live bytes at some
+  instant exceed the capacity, that instant is named as the proof.
+- MiniMalloc CSV: ``id,lower,upper,size`` plus ``alignment`` (honoured); the old names
+  ``start``/``begin`` (for ``lower``), ``buffer``/``buffer_id`` (for ``id``) and ``end``
+  (an inclusive end, read as ``upper = end + 1``) are accepted as MiniMalloc does;
+  ``hint`` is ignored (it constrains nothing); a non-empty ``gaps`` or ``offset`` cell is
+  rejected with the file, line and column (holes in lifetimes and fixed placements are
+  not modelled).
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import math
+import re
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from tx8lab.core.schedule.tasks import Lifetime
+from tx8lab.errors import Tx8labError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+Strategy = Literal["seed", "best"]
+Status = Literal["optimal", "feasible"]
+STRATEGIES: tuple[Strategy, ...] = ("seed", "best")
+#: Default search time of ``strategy="best"`` (seconds); it stops earlier once optimal.
+DEFAULT_TIME_LIMIT_S = 5.0
+
+IntArray = npt.NDArray[np.int64]
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """Offsets for a set of lifetimes, with the figures that judge them."""
+
+    offsets: Mapping[str, int]
+    """Byte offset of each lifetime id."""
+    lifetimes: tuple[Lifetime, ...]
+    """The problem, in input order."""
+    capacity_bytes: int
+    peak_bytes: int
+    """``max(offset + size)``: the SPM bytes the packing needs."""
+    lower_bound_bytes: int
+    """The most bytes live at one instant; no packing can peak lower."""
+    strategy: Strategy
+    status: Status
+    """``optimal`` when the peak is proven minimal, else ``feasible``."""
+    time_s: float
+    """Wall time from the call to this result."""
+    proven_bound_bytes: int = 0
+    """Best proven lower bound on the peak: the live-bytes bound, raised when the search
+    proves a smaller capacity infeasible (equals ``peak_bytes`` when optimal)."""
+    nodes: int = 0
+    """Branch-and-bound nodes visited (0 for ``seed``)."""
+    alignments: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def peak(self) -> int:
+        """Same as :attr:`peak_bytes`."""
+        return self.peak_bytes
+
+    @property
+    def lower_bound(self) -> int:
+        """Same as :attr:`lower_bound_bytes`."""
+        return self.lower_bound_bytes
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """One row per lifetime, in input order, for the SPM Gantt views.
+
+        Columns ``id, buffer, start, end, offset, size`` (time steps with ``end``
+        exclusive; bytes).
+        """
+        import pandas as pd
+
+        rows = [
+            (lt.id, lt.buffer or lt.id, lt.lower, lt.upper, self.offsets[lt.id], lt.size)
+            for lt in self.lifetimes
+        ]
+        return pd.DataFrame(rows, columns=["id", "buffer", "start", "end", "offset", "size"])
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A MiniMalloc CSV file read back: lifetimes, alignments, capacity from the name."""
+
+    lifetimes: tuple[Lifetime, ...]
+    alignments: Mapping[str, int]
+    """Ids whose ``alignment`` column is above 1."""
+    capacity_bytes: int | None = None
+    """From a file named ``NAME.<capacity>.csv`` (MiniMalloc's convention), else None."""
+
+
+# --------------------------------------------------------------------------- CSV
+
+
+_ALIASES = {"start": "lower", "begin": "lower", "buffer": "id", "buffer_id": "id"}
+_REJECTED = {"gaps": "holes in lifetimes", "offset": "fixed placements"}
+
+
+def capacity_from_name(path: str | Path) -> int | None:
+    """The capacity in a MiniMalloc file name ``NAME.<capacity>.csv``, else None.
+
+    Examples:
+        >>> capacity_from_name("bench/A.1048576.csv"), capacity_from_name("input.csv")
+        (1048576, None)
+    """
+    match = re.search(r"\.(\d+)\.csv$", Path(path).name)
+    return int(match.group(1)) if match else None
+
+
+def _cell_int(path: Path, line: int, column: str, text: str) -> int:
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise Tx8labError(
+            f"{path}:{line}: column {column!r}: {text!r} is not an integer; write whole "
+            "time steps and bytes"
+        ) from None
+
+
+def read_problem(path: str | Path) -> Problem:
+    """Read a MiniMalloc problem CSV (see the module docstring for the columns).
+
+    Raises:
+        Tx8labError: a missing file or column, a bad cell, a duplicate id, an empty or
+            reversed lifetime, or a column this allocator does not model.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise Tx8labError(f"{path}: no such file; give a MiniMalloc CSV") from None
+    reader = csv.reader(text.splitlines())
+    header_raw = next(reader, None)
+    if header_raw is None:
+        raise Tx8labError(f"{path}: empty file; a header id,lower,upper,size is needed")
+    header = [name.strip().lower() for name in header_raw]
+    inclusive_end = "end" in header and "upper" not in header
+    names = [_ALIASES.get(n, "upper" if n == "end" and inclusive_end else n) for n in header]
+    missing = [c for c in ("id", "lower", "upper", "size") if c not in names]
+    if missing:
+        raise Tx8labError(
+            f"{path}:1: missing column(s) {', '.join(missing)}; the header must name "
+            "id,lower,upper,size (optional alignment)"
+        )
+    col = {name: i for i, name in enumerate(names)}
+    lifetimes: list[Lifetime] = []
+    alignments: dict[str, int] = {}
+    seen: set[str] = set()
+    for row in reader:
+        line = reader.line_num
+        if not any(cell.strip() for cell in row):
+            continue
+        if len(row) < len(names):
+            raise Tx8labError(f"{path}:{line}: {len(row)} cells, the header has {len(names)}")
+        for name, what in _REJECTED.items():
+            if name in col and row[col[name]].strip():
+                raise Tx8labError(
+                    f"{path}:{line}: column {name!r} is set ({row[col[name]].strip()!r}); "
+                    f"{what} are not modelled: remove the column or split the buffer"
+                )
+        bid = row[col["id"]].strip()
+        if not bid:
+            raise Tx8labError(f"{path}:{line}: column 'id' is empty")
+        if bid in seen:
+            raise Tx8labError(f"{path}:{line}: duplicate id {bid!r}; ids must be unique")
+        seen.add(bid)
+        lower = _cell_int(path, line, "lower", row[col["lower"]])
+        upper = _cell_int(path, line, "upper", row[col["upper"]]) + int(inclusive_end)
+        size = _cell_int(path, line, "size", row[col["size"]])
+        if upper < lower or size < 0:
+            raise Tx8labError(
+                f"{path}:{line}: buffer {bid!r} has lower={lower}, upper={upper}, "
+                f"size={size}; need lower <= upper and size >= 0"
+            )
+        if "alignment" in col and row[col["alignment"]].strip():
+            align = _cell_int(path, line, "alignment", row[col["alignment"]])
+            if align < 1:
+                raise Tx8labError(f"{path}:{line}: column 'alignment' must be >= 1, not {align}")
+            if align > 1:
+                alignments[bid] = align
+        lifetimes.append(Lifetime(bid, lower, upper, size))
+    return Problem(tuple(lifetimes), alignments, capacity_from_name(path))
+
+
+def write_problem(
+    path: str | Path, lifetimes: Iterable[Lifetime], alignments: Mapping[str, int] | None = None
+) -> None:
+    """Write lifetimes as a MiniMalloc problem CSV (an ``alignment`` column if any)."""
+    aligned = dict(alignments or {})
+    with Path(path).open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh, lineterminator="\n")
+        writer.writerow(["id", "lower", "upper", "size"] + (["alignment"] if aligned else []))
+        for lt in lifetimes:
+            extra = [aligned.get(lt.id, 1)] if aligned else []
+            writer.writerow([lt.id, lt.lower, lt.upper, lt.size, *extra])
+
+
+def write_solution(path: str | Path, allocation: Allocation) -> None:
+    """Write ``id,offset`` rows in input order (what ``check_solution.py`` reads)."""
+    with Path(path).open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh, lineterminator="\n")
+        writer.writerow(["id", "offset"])
+        for lt in allocation.lifetimes:
+            writer.writerow([lt.id, allocation.offsets[lt.id]])
+
+
+def read_solution(path: str | Path) -> dict[str, int]:
+    """Read an ``id,offset`` CSV (extra columns ignored)."""
+    path = Path(path)
+    with path.open(newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        fields = [name.strip() for name in reader.fieldnames or []]
+        if not {"id", "offset"} <= set(fields):
+            raise Tx8labError(f"{path}:1: a solution needs the columns id,offset")
+        offsets: dict[str, int] = {}
+        for row in reader:
+            clean = {k.strip(): v for k, v in row.items() if k is not None}
+            bid = clean["id"].strip()
+            if bid in offsets:
+                raise Tx8labError(f"{path}:{reader.line_num}: duplicate id {bid!r}")
+            offsets[bid] = _cell_int(path, reader.line_num, "offset", clean["offset"])
+    return offsets
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _is_live(lt: Lifetime) -> bool:
+    return lt.upper > lt.lower and lt.size > 0
+
+
+def live_bytes(lifetimes: Iterable[Lifetime]) -> tuple[int, int]:
+    """``(bytes, instant)``: the most bytes live at one instant, and the first such instant.
+
+    Examples:
+        >>> live_bytes([Lifetime("a", 0, 3, 4), Lifetime("b", 3, 9, 4), Lifetime("c", 0, 9, 4)])
+        (8, 0)
+    """
+    events: dict[int, int] = {}
+    for lt in lifetimes:
+        if _is_live(lt):
+            events[lt.lower] = events.get(lt.lower, 0) + lt.size
+            events[lt.upper] = events.get(lt.upper, 0) - lt.size
+    current = best = 0
+    best_t = min(events, default=0)
+    for t in sorted(events):  # at equal t, frees and allocations net out (half-open)
+        current += events[t]
+        if current > best:
+            best, best_t = current, t
+    return best, best_t
+
+
+def lower_bound(lifetimes: Iterable[Lifetime]) -> int:
+    """The most bytes live at one instant (MiniMalloc's LB)."""
+    return live_bytes(lifetimes)[0]
+
+
+def find_conflicts(
+    lifetimes: Sequence[Lifetime],
+    offsets: Mapping[str, int],
+    capacity: int | None = None,
+    alignments: Mapping[str, int] | None = None,
+) -> list[str]:
+    """Every way ``offsets`` is not a valid packing (empty list: valid).
+
+    Checks what ``check_solution.py`` checks: an offset per id, non-negative and aligned,
+    ``offset + size <= capacity``, and no two buffers live at a common instant with
+    intersecting ``[offset, offset + size)``.
+    """
+    aligned = alignments or {}
+    errors: list[str] = []
+    ids = {lt.id for lt in lifetimes}
+    errors += [f"unknown id {bid!r}" for bid in offsets.keys() - ids]
+    for lt in lifetimes:
+        if lt.id not in offsets:
+            errors.append(f"buffer {lt.id!r} has no offset")
+            continue
+        off = offsets[lt.id]
+        if off < 0:
+            errors.append(f"buffer {lt.id!r}: negative offset {off}")
+        if off % aligned.get(lt.id, 1):
+            errors.append(f"buffer {lt.id!r}: offset {off} is not a multiple of {aligned[lt.id]}")
+        if capacity is not None and off + lt.size > capacity:
+            errors.append(f"buffer {lt.id!r}: {off} + {lt.size} > capacity {capacity}")
+    placed = sorted((lt for lt in lifetimes if lt.id in offsets and _is_live(lt)), key=_by_start)
+    active: list[Lifetime] = []
+    for lt in placed:
+        active = [a for a in active if a.upper > lt.lower]
+        off = offsets[lt.id]
+        for a in active:
+            if offsets[a.id] < off + lt.size and off < offsets[a.id] + a.size:
+                errors.append(
+                    f"overlap: {a.id!r} [{a.lower},{a.upper}) @ [{offsets[a.id]},"
+                    f"{offsets[a.id] + a.size}) and {lt.id!r} [{lt.lower},{lt.upper}) @ "
+                    f"[{off},{off + lt.size})"
+                )
+        active.append(lt)
+    return errors
+
+
+def _by_start(lt: Lifetime) -> tuple[int, int]:
+    return (lt.lower, lt.upper)
+
+
+def peak_moment(lifetimes: Sequence[Lifetime], offsets: Mapping[str, int]) -> tuple[int, int]:
+    """``(peak, instant)``: the packing's peak and the instant it is reached.
+
+    The instant lies in the life of the buffer with the highest ``offset + size`` and has
+    the most live bytes among such instants.
+    """
+    live = [lt for lt in lifetimes if _is_live(lt)]
+    peak = max((offsets[lt.id] + lt.size for lt in lifetimes), default=0)
+    tops = [lt for lt in live if offsets[lt.id] + lt.size == peak]
+    if not tops:
+        return peak, 0
+    top = max(tops, key=lambda lt: lt.size)
+    instants = sorted({top.lower} | {lt.lower for lt in live if top.lower < lt.lower < top.upper})
+    best_t = max(instants, key=lambda t: sum(lt.size for lt in live if lt.lower <= t < lt.upper))
+    return peak, best_t
+
+
+def _does_not_fit(
+    lifetimes: Sequence[Lifetime],
+    capacity: int,
+    instant: int,
+    why: str,
+    offsets: Mapping[str, int] | None = None,
+) -> Tx8labError:
+    live = sorted(
+        (lt for lt in lifetimes if _is_live(lt) and lt.lower <= instant < lt.upper),
+        key=lambda lt: (-lt.size, lt.id),
+    )
+    total = sum(lt.size for lt in live)
+    shown = [
+        f"{lt.id} {lt.size} B" + (f" @ {offsets[lt.id]}" if offsets is not None else "")
+        for lt in live[:24]
+    ]
+    more = f", ... and {len(live) - 24} more" if len(live) > 24 else ""
+    return Tx8labError(
+        f"SPM allocation does not fit in {capacity} bytes: {why}. At time step {instant}, "
+        f"{len(live)} buffers are live ({total} bytes): {', '.join(shown)}{more}. "
+        "Split the group further in time (smaller slices), use single buffering, or raise "
+        "the capacity"
+    )
+
+
+# --------------------------------------------------------------------------- seed
+
+
+def _alignment(alignments: Mapping[str, int], lt: Lifetime) -> int:
+    return alignments.get(lt.id, 1)
+
+
+def first_fit(
+    lifetimes: Sequence[Lifetime],
+    order: Sequence[int],
+    alignments: Mapping[str, int] | None = None,
+) -> dict[str, int]:
+    """Place ``lifetimes[i]`` for i in ``order`` at the lowest offset that fits (first fit).
+
+    Examples:
+        >>> lts = [Lifetime("a", 0, 4, 8), Lifetime("b", 2, 6, 4), Lifetime("c", 4, 8, 8)]
+        >>> first_fit(lts, [0, 1, 2])
+        {'a': 0, 'b': 8, 'c': 0}
+    """
+    aligned = alignments or {}
+    offsets = {lt.id: 0 for lt in lifetimes if not _is_live(lt)}
+    placed: list[tuple[Lifetime, int]] = []
+    for i in order:
+        lt = lifetimes[i]
+        if not _is_live(lt):
+            continue
+        align = _alignment(aligned, lt)
+        busy = sorted(
+            (off, off + other.size)
+            for other, off in placed
+            if other.lower < lt.upper and lt.lower < other.upper
+        )
+        candidate = 0
+        for lo, hi in busy:
+            if candidate + lt.size <= lo:
+                break
+            candidate = max(candidate, -(-hi // align) * align)
+        offsets[lt.id] = candidate
+        placed.append((lt, candidate))
+    return {lt.id: offsets[lt.id] for lt in lifetimes}
+
+
+def seed_order(lifetimes: Sequence[Lifetime]) -> list[int]:
+    """The seed's ValueBuffer order: by start time, input order among equal starts."""
+    return sorted(range(len(lifetimes)), key=lambda i: lifetimes[i].lower)
+
+
+# --------------------------------------------------------------------------- best: kernel
+
+# Search-frame fields of the explicit DFS stack (one int64 row per frame).
+_KIND, _STATE, _PB, _M, _IN, _IN_LEN, _KEYS, _NKEYS = 0, 1, 2, 3, 4, 5, 6, 7
+_S_LO, _S_HI, _MIN_OFF, _MIN_PRE, _NEXT, _MIN_H, _PLACED = 8, 9, 10, 11, 12, 13, 14
+_MO_MARK, _SF_MARK, _ATOP, _HATLESS = 15, 16, 17, 18
+_NFIELDS = 19
+_SEARCH, _SPLIT = 0, 1
+_FOUND, _INFEASIBLE, _ABORTED = 0, 1, 2
+_INF = 1 << 62
+#: Tries in a row that may run out of nodes before a descent pass gives up (and the
+#: next pass starts again from the best peak with twice the node budget).
+_MAX_STALLS = 6
+#: Static preorders (MiniMalloc's WAT, TAW, TWA): 0 width, 1 area, 2 section total.
+_HEURISTICS = ((0, 1, 2), (2, 1, 0), (2, 0, 1))
+
+
+def _bb_solve(
+    cap: int,
+    lower: IntArray,
+    upper: IntArray,
+    size: IntArray,
+    align: IntArray,
+    ov_ptr: IntArray,
+    ov_idx: IntArray,
+    bs_lo: IntArray,
+    bs_hi: IntArray,
+    sec_ptr: IntArray,
+    sec_buf: IntArray,
+    total0: IntArray,
+    cuts0: IntArray,
+    part_cps: IntArray,
+    heur: IntArray,
+    node_limit: int,
+    sol: IntArray,
+) -> tuple[int, int]:
+    """Depth-first search for offsets of every buffer with ``offset + size <= cap``.
+
+    Buffers ``b`` are live in sections ``[bs_lo[b], bs_hi[b])`` (a section is the set of
+    buffers live just before one of the distinct end times); ``ov_*`` lists the buffers
+    each one overlaps in time, ``sec_*`` the members of each section. Writes ``sol`` and
+    returns ``(status, nodes)``: found, infeasible (the whole tree was searched) or aborted
+    (``node_limit`` nodes visited).
+    """
+    n = len(size)
+    n_sec = len(total0)
+    off = np.full(n, -1, np.int64)
+    minoff = np.zeros(n, np.int64)
+    floor = np.zeros(n_sec, np.int64)
+    total = total0.copy()
+    cuts = cuts0.copy()
+    mo_b = np.empty(len(ov_idx) + 1, np.int64)
+    mo_v = np.empty(len(ov_idx) + 1, np.int64)
+    span = 0
+    for b in range(n):
+        span += bs_hi[b] - bs_lo[b]
+    # Floor undo stack: grown on demand (a placement records at most its own sections
+    # plus every section of the sub-problem).
+    sf_s = np.empty(span + 4 * n_sec + 64, np.int64)
+    sf_v = np.empty(span + 4 * n_sec + 64, np.int64)
+    cov = np.zeros(n_sec + 1, np.int64)
+    frames = np.zeros((2 * n + 4, _NFIELDS), np.int64)
+    arena = np.empty(4 * n + len(part_cps) + 64, np.int64)
+    nodes = node_limit
+    mo_top = 0
+    sf_top = 0
+    # The root is a split frame over every buffer, cut at the independent partitions.
+    for b in range(n):
+        arena[b] = b
+    for q in range(len(part_cps)):
+        arena[n + q] = part_cps[q]
+    frames[0, _KIND] = _SPLIT
+    frames[0, _PB] = 0
+    frames[0, _M] = n
+    frames[0, _IN] = n
+    frames[0, _IN_LEN] = len(part_cps)
+    frames[0, _NEXT] = 1
+    atop = n + len(part_cps)
+    sp = 1
+    ret = _FOUND
+    while sp > 0:
+        f = sp - 1
+        if frames[f, _KIND] == _SPLIT:
+            # Solve the sub-problems between cut points one after the other; all must fit.
+            if frames[f, _STATE] == 1 and ret != _FOUND:
+                atop = frames[f, _ATOP]
+                sp -= 1
+                continue
+            frames[f, _STATE] = 1
+            pb = frames[f, _PB]
+            m_all = frames[f, _M]
+            cps = frames[f, _IN]
+            pushed = False
+            while frames[f, _NEXT] < frames[f, _IN_LEN]:
+                ci = frames[f, _NEXT]
+                frames[f, _NEXT] = ci + 1
+                c0 = arena[cps + ci - 1]
+                c1 = arena[cps + ci]
+                if atop + 3 * m_all + 8 > len(arena):
+                    bigger = np.empty(2 * len(arena) + atop + 3 * m_all + 8, np.int64)
+                    bigger[: len(arena)] = arena
+                    arena = bigger
+                cnt = 0
+                for k in range(m_all):
+                    j = arena[pb + k]
+                    if off[j] < 0 and bs_lo[j] < c1 and c0 < bs_hi[j]:
+                        arena[atop + cnt] = j
+                        cnt += 1
+                if cnt == 0:
+                    continue
+                # Static preorder: stable sorts by the heuristic's keys, last key first.
+                sub = np.sort(arena[atop : atop + cnt])
+                keys = np.empty((3, cnt), np.int64)
+                for k in range(cnt):
+                    b = sub[k]
+                    keys[0, k] = upper[b] - lower[b]
+                    keys[1, k] = keys[0, k] * size[b]
+                    mx = 0
+                    for s in range(bs_lo[b], bs_hi[b]):
+                        mx = max(mx, total[s])
+                    keys[2, k] = mx
+                perm = np.arange(cnt)
+                for h in range(len(heur) - 1, -1, -1):
+                    neg = np.empty(cnt, np.int64)
+                    for k in range(cnt):
+                        neg[k] = -keys[heur[h], perm[k]]
+                    perm = perm[np.argsort(neg, kind="mergesort")]
+                g = sp
+                frames[g, _ATOP] = atop
+                frames[g, _KIND] = _SEARCH
+                frames[g, _STATE] = 0
+                frames[g, _PB] = atop
+                frames[g, _M] = cnt
+                for k in range(cnt):
+                    arena[atop + k] = sub[perm[k]]
+                    arena[atop + cnt + k] = k
+                frames[g, _IN] = atop + cnt
+                frames[g, _IN_LEN] = cnt
+                atop += 2 * cnt
+                frames[g, _S_LO] = c0
+                frames[g, _S_HI] = c1
+                frames[g, _MIN_OFF] = 0
+                frames[g, _MIN_PRE] = 0
+                frames[g, _PLACED] = -1
+                sp += 1
+                pushed = True
+                break
+            if not pushed:
+                ret = _FOUND
+                atop = frames[f, _ATOP]
+                sp -= 1
+            continue
+        m_all = frames[f, _M]
+        pb = frames[f, _PB]
+        if frames[f, _STATE] == 0:
+            # A new node: order the unplaced buffers by (lowest offset, preorder).
+            frames[f, _STATE] = 1
+            if nodes <= 0:
+                ret = _ABORTED
+                atop = frames[f, _ATOP]
+                sp -= 1
+                continue
+            nodes -= 1
+            if atop + m_all + 8 > len(arena):
+                bigger = np.empty(2 * len(arena) + atop + m_all + 8, np.int64)
+                bigger[: len(arena)] = arena
+                arena = bigger
+            key_at = atop
+            m = 0
+            min_h = _INF
+            src = frames[f, _IN]
+            for k in range(frames[f, _IN_LEN]):
+                p = arena[src + k] % m_all
+                b = arena[pb + p]
+                if off[b] < 0:
+                    arena[key_at + m] = minoff[b] * m_all + p
+                    m += 1
+                    min_h = min(min_h, minoff[b] + size[b])
+            if m == 0:
+                for k in range(m_all):
+                    sol[arena[pb + k]] = off[arena[pb + k]]
+                ret = _FOUND
+                atop = frames[f, _ATOP]
+                sp -= 1
+                continue
+            arena[key_at : key_at + m].sort()
+            atop += m
+            frames[f, _KEYS] = key_at
+            frames[f, _NKEYS] = m
+            frames[f, _NEXT] = 0
+            frames[f, _MIN_H] = min_h
+        else:
+            # Back from a child: undo its placement.
+            b = frames[f, _PLACED]
+            if b >= 0:
+                for s in range(bs_lo[b], bs_hi[b] - 1):
+                    cuts[s] += 1
+                mark = frames[f, _SF_MARK]
+                while sf_top > mark:
+                    sf_top -= 1
+                    floor[sf_s[sf_top]] = sf_v[sf_top]
+                for s in range(bs_lo[b], bs_hi[b]):
+                    total[s] += size[b]
+                mark = frames[f, _MO_MARK]
+                while mo_top > mark:
+                    mo_top -= 1
+                    minoff[mo_b[mo_top]] = mo_v[mo_top]
+                off[b] = -1
+                frames[f, _PLACED] = -1
+                # A fit or an abort ends this node; so does a failed hatless buffer.
+                if ret != _INFEASIBLE or frames[f, _HATLESS] == 1:
+                    atop = frames[f, _ATOP]
+                    sp -= 1
+                    continue
+        key_at = frames[f, _KEYS]
+        m = frames[f, _NKEYS]
+        min_h = frames[f, _MIN_H]
+        min_off = frames[f, _MIN_OFF]
+        min_pre = frames[f, _MIN_PRE]
+        s_lo = frames[f, _S_LO]
+        s_hi = frames[f, _S_HI]
+        pushed = False
+        k = frames[f, _NEXT]
+        while k < m:
+            key = arena[key_at + k]
+            k += 1
+            o = key // m_all
+            p = key - o * m_all
+            # Canonical order: placements never go back below (offset, preorder).
+            if o < min_off or (o == min_off and p < min_pre):
+                continue
+            # Dominance: a gap below the lowest reachable height would stay empty.
+            if o >= min_h:
+                k = m
+                break
+            b = arena[pb + p]
+            need = sf_top + bs_hi[b] - bs_lo[b] + s_hi - s_lo + 1
+            if need > len(sf_s):
+                grown_s = np.empty(2 * len(sf_s) + need, np.int64)
+                grown_v = np.empty(2 * len(sf_s) + need, np.int64)
+                grown_s[:sf_top] = sf_s[:sf_top]
+                grown_v[:sf_top] = sf_v[:sf_top]
+                sf_s = grown_s
+                sf_v = grown_v
+            off[b] = o
+            h = o + size[b]
+            mo_mark = mo_top
+            sf_mark = sf_top
+            hatless = 1
+            for e in range(ov_ptr[b], ov_ptr[b + 1]):
+                j = ov_idx[e]
+                if off[j] < 0:
+                    hatless = 0
+                    if minoff[j] < h:
+                        mo_b[mo_top] = j
+                        mo_v[mo_top] = minoff[j]
+                        mo_top += 1
+                        v = h
+                        r = v % align[j]
+                        if r:
+                            v += align[j] - r
+                        minoff[j] = v
+            for s in range(bs_lo[b], bs_hi[b]):
+                sf_s[sf_top] = s
+                sf_v[sf_top] = floor[s]
+                sf_top += 1
+                floor[s] = h
+                total[s] -= size[b]
+            # Section inference: max(offset, floor) + unplaced bytes must fit.
+            ok = True
+            for s in range(s_lo, s_hi):
+                if max(floor[s], o) + total[s] > cap:
+                    ok = False
+                    break
+            if ok and mo_top > mo_mark:
+                # Raise the floor of sections whose members moved up to their lowest
+                # reachable offset, then check those sections again.
+                for s in range(s_lo, s_hi + 1):
+                    cov[s] = 0
+                for t in range(mo_mark, mo_top):
+                    cov[bs_lo[mo_b[t]]] += 1
+                    cov[bs_hi[mo_b[t]]] -= 1
+                c = 0
+                for s in range(s_lo, s_hi):
+                    c += cov[s]
+                    if c == 0:
+                        continue
+                    lowest = _INF
+                    for e in range(sec_ptr[s], sec_ptr[s + 1]):
+                        j = sec_buf[e]
+                        if off[j] < 0 and minoff[j] < lowest:
+                            lowest = minoff[j]
+                    if lowest != _INF and floor[s] < lowest:
+                        sf_s[sf_top] = s
+                        sf_v[sf_top] = floor[s]
+                        sf_top += 1
+                        floor[s] = lowest
+                        if lowest + total[s] > cap:
+                            ok = False
+                            break
+            if ok:
+                sol[b] = o
+                ncut = 0
+                for s in range(bs_lo[b], bs_hi[b] - 1):
+                    cuts[s] -= 1
+                    if cuts[s] == 0:
+                        ncut += 1
+                frames[f, _PLACED] = b
+                frames[f, _MO_MARK] = mo_mark
+                frames[f, _SF_MARK] = sf_mark
+                frames[f, _HATLESS] = hatless
+                g = sp
+                frames[g, _ATOP] = atop
+                frames[g, _STATE] = 0
+                frames[g, _PB] = pb
+                frames[g, _M] = m_all
+                if ncut == 0:
+                    frames[g, _KIND] = _SEARCH
+                    frames[g, _IN] = key_at
+                    frames[g, _IN_LEN] = m
+                    frames[g, _S_LO] = s_lo
+                    frames[g, _S_HI] = s_hi
+                    frames[g, _MIN_OFF] = o
+                    frames[g, _MIN_PRE] = p
+                    frames[g, _PLACED] = -1
+                else:
+                    # No unplaced buffer crosses these boundaries any more: split.
+                    if atop + ncut + 2 > len(arena):
+                        bigger = np.empty(2 * len(arena) + atop + ncut + 2, np.int64)
+                        bigger[: len(arena)] = arena
+                        arena = bigger
+                    frames[g, _KIND] = _SPLIT
+                    frames[g, _IN] = atop
+                    arena[atop] = s_lo
+                    c = 1
+                    for s in range(bs_lo[b], bs_hi[b] - 1):
+                        if cuts[s] == 0:
+                            arena[atop + c] = s + 1
+                            c += 1
+                    arena[atop + c] = s_hi
+                    frames[g, _IN_LEN] = c + 1
+                    frames[g, _NEXT] = 1
+                    atop += c + 1
+                sp += 1
+                pushed = True
+                break
+            while sf_top > sf_mark:
+                sf_top -= 1
+                floor[sf_s[sf_top]] = sf_v[sf_top]
+            for s in range(bs_lo[b], bs_hi[b]):
+                total[s] += size[b]
+            while mo_top > mo_mark:
+                mo_top -= 1
+                minoff[mo_b[mo_top]] = mo_v[mo_top]
+            off[b] = -1
+            # Hatless: nothing unplaced overlaps b, so no other choice here can help.
+            if hatless:
+                k = m
+                break
+        frames[f, _NEXT] = k
+        if not pushed:
+            ret = _INFEASIBLE
+            atop = frames[f, _ATOP]
+            sp -= 1
+    return ret, node_limit - nodes
+
+
+@functools.cache
+def _kernel() -> Callable[..., tuple[int, int]]:
+    """The compiled search (numba is imported and the kernel loaded on first use)."""
+    import numba
+
+    solver: Callable[..., tuple[int, int]] = numba.njit(cache=True, nogil=True)(_bb_solve)
+    # Compile (or load from numba's disk cache) now, outside any caller's time limit.
+    warm = _instance([Lifetime("a", 0, 2, 1), Lifetime("b", 1, 3, 1)], {})
+    solver(2, *warm.arrays, np.array(_HEURISTICS[0], np.int64), 8, np.zeros(2, np.int64))
+    return solver
+
+
+def warm_up() -> float:
+    """Compile (first use after an install or an edit) or load the search kernel now.
+
+    Returns the seconds it took: about 7 s to compile on this project's 2-core machine,
+    well under 1 s to load from numba's disk cache. ``best`` calls it itself; the time
+    limit and :attr:`Allocation.time_s` never include it.
+    """
+    start = time.perf_counter()
+    _kernel()
+    return time.perf_counter() - start
+
+
+# --------------------------------------------------------------------------- best: driver
+
+
+@dataclass(frozen=True)
+class _Instance:
+    """The live buffers of a problem as the kernel's arrays, sizes in ``unit`` bytes."""
+
+    live: tuple[int, ...]
+    """Index into the lifetimes of each kernel buffer."""
+    unit: int
+    """GCD of the sizes and alignments: every canonical offset is a multiple of it."""
+    arrays: tuple[IntArray, ...]
+    """lower, upper, size, align, ov_ptr, ov_idx, bs_lo, bs_hi, sec_ptr, sec_buf, total0,
+    cuts0, part_cps (the kernel's arguments after ``cap``)."""
+
+
+def _instance(lifetimes: Sequence[Lifetime], alignments: Mapping[str, int]) -> _Instance:
+    live = tuple(i for i, lt in enumerate(lifetimes) if _is_live(lt))
+    lts = [lifetimes[i] for i in live]
+    lower = np.array([lt.lower for lt in lts], np.int64)
+    upper = np.array([lt.upper for lt in lts], np.int64)
+    align_bytes = [_alignment(alignments, lt) for lt in lts]
+    unit = functools.reduce(math.gcd, [lt.size for lt in lts] + align_bytes, 0) or 1
+    size = np.array([lt.size // unit for lt in lts], np.int64)
+    align = np.array([a // unit for a in align_bytes], np.int64)
+    n = len(lts)
+    # Sections: the buffers live just before each distinct end time; buffer b lives in
+    # the contiguous range [bs_lo[b], bs_hi[b]).
+    ends = np.unique(upper)
+    bs_lo = np.searchsorted(ends, lower, side="right").astype(np.int64)
+    bs_hi = (np.searchsorted(ends, upper, side="left") + 1).astype(np.int64)
+    n_sec = len(ends)
+    counts = bs_hi - bs_lo
+    sec_of = np.concatenate([np.arange(lo, hi) for lo, hi in zip(bs_lo, bs_hi, strict=True)])
+    buf_of = np.repeat(np.arange(n, dtype=np.int64), counts)
+    order = np.lexsort((buf_of, sec_of))
+    sec_buf = buf_of[order].astype(np.int64)
+    sec_ptr = np.zeros(n_sec + 1, np.int64)
+    sec_ptr[1:] = np.cumsum(np.bincount(sec_of, minlength=n_sec))
+    total0 = np.zeros(n_sec, np.int64)
+    np.add.at(total0, sec_of, size[buf_of])
+    overlap = (lower[:, None] < upper[None, :]) & (lower[None, :] < upper[:, None])
+    np.fill_diagonal(overlap, False)
+    ov_ptr = np.zeros(n + 1, np.int64)
+    ov_ptr[1:] = np.cumsum(overlap.sum(axis=1))
+    ov_idx = np.nonzero(overlap)[1].astype(np.int64)
+    # Cuts: buffers live on both sides of each section boundary (0 = independent halves).
+    diff = np.zeros(n_sec + 1, np.int64)
+    np.add.at(diff, bs_lo, 1)
+    np.add.at(diff, bs_hi - 1, -1)
+    cuts0 = np.cumsum(diff)[: max(n_sec - 1, 0)].astype(np.int64)
+    part_cps = np.array([0] + [s + 1 for s in np.nonzero(cuts0 == 0)[0]] + [n_sec], np.int64)
+    arrays = (lower, upper, size, align, ov_ptr, ov_idx, bs_lo, bs_hi, sec_ptr, sec_buf)
+    return _Instance(live, unit, (*arrays, total0, cuts0, part_cps))
+
+
+class _Searcher:
+    """Runs the kernel under a capacity with node and time budgets.
+
+    MiniMalloc's round robin: each static preorder in turn, the node limit doubling after
+    each round, until one finds a packing or proves there is none.
+    """
+
+    def __init__(self, inst: _Instance) -> None:
+        self.inst = inst
+        self.kernel = _kernel()
+        self.nodes = 0
+        self.kernel_s = 0.0
+        self.heuristics = [np.array(h, np.int64) for h in _HEURISTICS]
+
+    def attempt(
+        self, cap_units: int, node_budget: int, deadline: float
+    ) -> tuple[Literal["found", "infeasible", "timeout"], IntArray | None]:
+        n = len(self.inst.live)
+        sol = np.full(n, -1, np.int64)
+        limit = 2 * n
+        used = 0
+        while True:
+            for heur in self.heuristics:
+                remaining = deadline - time.perf_counter()
+                if remaining <= 0 or used >= node_budget:
+                    return "timeout", None
+                nodes = min(limit, node_budget - used)
+                if self.kernel_s > 0.05:  # keep inside the deadline at the measured rate
+                    nodes = min(nodes, max(64, int(self.nodes / self.kernel_s * remaining)))
+                start = time.perf_counter()
+                status, visited = self.kernel(cap_units, *self.inst.arrays, heur, nodes, sol)
+                self.kernel_s += time.perf_counter() - start
+                used += visited
+                self.nodes += visited
+                if status == _FOUND:
+                    return "found", sol
+                if status == _INFEASIBLE:
+                    return "infeasible", None
+            limit *= 2
+
+
+def _check_inputs(
+    lifetimes: Sequence[Lifetime], capacity: int, alignments: Mapping[str, int] | None
+) -> dict[str, int]:
+    if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0:
+        raise Tx8labError(f"capacity must be a whole number of bytes >= 0, not {capacity!r}")
+    seen: set[str] = set()
+    for lt in lifetimes:
+        if lt.id in seen:
+            raise Tx8labError(f"lifetime id {lt.id!r} appears twice; ids must be unique")
+        seen.add(lt.id)
+        if lt.upper < lt.lower or lt.size < 0:
+            raise Tx8labError(
+                f"lifetime {lt.id!r}: [{lt.lower}, {lt.upper}) size {lt.size}; need "
+                "lower <= upper and size >= 0"
+            )
+    aligned = {k: v for k, v in (alignments or {}).items() if v != 1}
+    for bid, align in aligned.items():
+        if bid not in seen:
+            raise Tx8labError(f"alignment given for unknown lifetime id {bid!r}")
+        if isinstance(align, bool) or not isinstance(align, int) or align < 1:
+            raise Tx8labError(f"alignment of {bid!r} must be a whole number >= 1, not {align!r}")
+    return aligned
+
+
+def _greedy(
+    lifetimes: Sequence[Lifetime], aligned: Mapping[str, int]
+) -> tuple[dict[str, int], int]:
+    """The lowest-peak first fit over a few classic orders (start, size, area)."""
+    idx = range(len(lifetimes))
+    orders = [
+        seed_order(lifetimes),
+        sorted(idx, key=lambda i: (-lifetimes[i].size, lifetimes[i].lower)),
+        sorted(idx, key=lambda i: -lifetimes[i].size * (lifetimes[i].upper - lifetimes[i].lower)),
+    ]
+    best: tuple[dict[str, int], int] | None = None
+    for order in orders:
+        offsets = first_fit(lifetimes, order, aligned)
+        peak = max((offsets[lt.id] + lt.size for lt in lifetimes), default=0)
+        if best is None or peak < best[1]:
+            best = (offsets, peak)
+    assert best is not None
+    return best
+
+
+@dataclass
+class _Incumbent:
+    """The search's best packing so far and what is proven about the optimum."""
+
+    proven: int
+    """No packing peaks below this many bytes."""
+    offsets: dict[str, int] = field(default_factory=dict)
+    peak: int = _INF
+    """Peak of ``offsets`` (``_INF`` while there is none)."""
+
+    def offer(self, offsets: dict[str, int], peak: int) -> bool:
+        """Keep ``offsets`` if it peaks lower; return whether it did."""
+        if peak >= self.peak:
+            return False
+        self.offsets, self.peak = offsets, peak
+        return True
+
+
+def iter_allocations(
+    lifetimes: Iterable[Lifetime],
+    capacity: int,
+    *,
+    time_limit_s: float = DEFAULT_TIME_LIMIT_S,
+    alignments: Mapping[str, int] | None = None,
+) -> Iterator[Allocation]:
+    """The ``best`` search, yielding each better packing as soon as it is found.
+
+    The first result is the lowest-peak greedy packing when it fits, then each packing
+    with a lower peak; a last result repeats the best one when the search proved more
+    about it (``status`` or ``proven_bound_bytes`` changed). Stops when the peak is proven
+    minimal or ``time_limit_s`` is spent (the one-time numba compile is not counted).
+
+    Raises:
+        Tx8labError: bad input, or no packing within ``capacity`` (proven, or none found
+            in time); the message lists the buffers live at the peak moment.
+    """
+    lts = tuple(lifetimes)
+    aligned = _check_inputs(lts, capacity, alignments)
+    if not time_limit_s > 0:
+        raise Tx8labError(f"time_limit_s must be > 0, not {time_limit_s}")
+    if any(_is_live(lt) for lt in lts):
+        _kernel()
+    start = time.perf_counter()
+    deadline = start + time_limit_s
+    lb, lb_instant = live_bytes(lts)
+    if lb > capacity:
+        raise _does_not_fit(lts, capacity, lb_instant, f"{lb} bytes are live at once")
+    dead = [lt for lt in lts if not _is_live(lt)]
+    big = max(dead, key=lambda lt: lt.size, default=None)
+    if big is not None and big.size > capacity:
+        raise Tx8labError(
+            f"SPM allocation does not fit in {capacity} bytes: buffer {big.id!r} alone has "
+            f"{big.size} bytes; split it or raise the capacity"
+        )
+    inc = _Incumbent(proven=max(lb, big.size if big else 0))
+    searcher: _Searcher | None = None
+
+    def result() -> Allocation:
+        return Allocation(
+            offsets=inc.offsets,
+            lifetimes=lts,
+            capacity_bytes=capacity,
+            peak_bytes=inc.peak,
+            lower_bound_bytes=lb,
+            strategy="best",
+            status="optimal" if inc.peak <= inc.proven else "feasible",
+            time_s=time.perf_counter() - start,
+            proven_bound_bytes=min(inc.proven, inc.peak),
+            nodes=searcher.nodes if searcher else 0,
+            alignments=aligned,
+        )
+
+    greedy_offsets, greedy_peak = _greedy(lts, aligned)
+    last: Allocation | None = None
+    if greedy_peak <= capacity:
+        inc.offer(greedy_offsets, greedy_peak)
+        last = result()
+        yield last
+        if inc.peak <= inc.proven:
+            return
+    inst = _instance(lts, aligned)
+    unit = inst.unit
+    searcher = _Searcher(inst)
+    n = len(inst.live)
+
+    def attempt(cap_bytes: int, budget: int) -> str:
+        assert searcher is not None
+        status, sol = searcher.attempt(cap_bytes // unit, budget, deadline)
+        if status == "found":
+            assert sol is not None
+            offsets = {lt.id: 0 for lt in lts}
+            for k, i in enumerate(inst.live):
+                offsets[lts[i].id] = int(sol[k]) * unit
+            inc.offer(offsets, max(offsets[lt.id] + lt.size for lt in lts))
+        elif status == "infeasible":
+            inc.proven = max(inc.proven, (cap_bytes // unit + 1) * unit)
+        return status
+
+    # A cheap try at the bound first: on many problems the bound is reached at once
+    # (when the bound is the capacity, the search under the capacity below is that try).
+    if inc.proven < capacity and attempt(inc.proven, 64 * n) == "found":
+        yield result()
+        return
+    if inc.peak > capacity:
+        # Nothing fits yet: search under the capacity with the whole time left.
+        status = attempt(capacity, _INF)
+        if status != "found":
+            why = (
+                "the search proved that no packing fits"
+                if status == "infeasible"
+                else f"no packing found in {time_limit_s:g} s"
+            )
+            peak, instant = peak_moment(lts, greedy_offsets)
+            raise _does_not_fit(
+                lts,
+                capacity,
+                instant,
+                f"{why} (live-bytes bound {lb} B; the best greedy packing peaks at {peak} B, "
+                f"reached at time step {instant})",
+                greedy_offsets,
+            )
+        last = result()
+        yield last
+    # Descend: search again under a smaller capacity; skip capacities that stall.
+    budget = 64 * n
+    while inc.peak > inc.proven and time.perf_counter() < deadline:
+        stalls = 0
+        cap_bytes = inc.peak
+        while inc.peak > inc.proven and time.perf_counter() < deadline and stalls < _MAX_STALLS:
+            step = max(unit, (inc.peak - inc.proven) // 64 // unit * unit)
+            cap_bytes = min(cap_bytes, inc.peak) - step
+            if cap_bytes < inc.proven:
+                break
+            status = attempt(cap_bytes, budget)
+            if status == "found":
+                stalls = 0
+                last = result()
+                yield last
+            elif status == "infeasible":
+                break
+            else:
+                stalls += 1
+        budget *= 2
+    final = result()
+    if last is None or (final.status, final.proven_bound_bytes) != (
+        last.status,
+        last.proven_bound_bytes,
+    ):
+        yield final
+
+
+def allocate(
+    lifetimes: Iterable[Lifetime],
+    capacity: int,
+    strategy: Strategy | str = "seed",
+    time_limit_s: float = DEFAULT_TIME_LIMIT_S,
+    *,
+    alignments: Mapping[str, int] | None = None,
+    on_improve: Callable[[Allocation], None] | None = None,
+) -> Allocation:
+    """Offsets for ``lifetimes`` within ``capacity`` bytes.
+
+    Args:
+        lifetimes: the buffers (half-open ``[lower, upper)`` in time steps, bytes).
+        capacity: SPM bytes available (e.g. ``hw.tile.spm_usable_bytes``).
+        strategy: ``seed`` (first fit by start time) or ``best`` (branch and bound).
+        time_limit_s: search time for ``best`` (it stops earlier once optimal).
+        alignments: offset alignment per lifetime id (default 1).
+        on_improve: called with each better packing ``best`` finds (anytime view).
+
+    Raises:
+        Tx8labError: bad input, or the buffers do not fit; the message lists the buffers
+            live at the packing's peak moment with their sizes.
+
+    Examples:
+        >>> lts = [Lifetime("a", 0, 4, 8), Lifetime("b", 2, 6, 4), Lifetime("c", 4, 8, 8)]
+        >>> alloc = allocate(lts, 16)
+        >>> dict(alloc.offsets), alloc.peak_bytes, alloc.lower_bound_bytes, alloc.status
+        ({'a': 0, 'b': 8, 'c': 0}, 12, 12, 'optimal')
+    """
+    if strategy not in STRATEGIES:
+        raise Tx8labError(f"unknown allocation strategy {strategy!r}; use one of {STRATEGIES}")
+    if strategy == "best":
+        last: Allocation | None = None
+        for last in iter_allocations(
+            lifetimes, capacity, time_limit_s=time_limit_s, alignments=alignments
+        ):
+            if on_improve is not None:
+                on_improve(last)
+        assert last is not None
+        return last
+    start = time.perf_counter()
+    lts = tuple(lifetimes)
+    aligned = _check_inputs(lts, capacity, alignments)
+    offsets = first_fit(lts, seed_order(lts), aligned)
+    lb = lower_bound(lts)
+    bound = max([lb] + [lt.size for lt in lts if not _is_live(lt)])
+    peak, instant = peak_moment(lts, offsets)
+    if peak > capacity:
+        raise _does_not_fit(
+            lts, capacity, instant, f"first fit by start time peaks at {peak} B", offsets
+        )
+    return Allocation(
+        offsets=offsets,
+        lifetimes=lts,
+        capacity_bytes=capacity,
+        peak_bytes=peak,
+        lower_bound_bytes=lb,
+        strategy="seed",
+        status="optimal" if peak <= bound else "feasible",
+        time_s=time.perf_counter() - start,
+        proven_bound_bytes=min(bound, peak),
+        alignments=aligned,
+    )
+
+
+__all__ = [
+    "DEFAULT_TIME_LIMIT_S",
+    "STRATEGIES",
+    "Allocation",
+    "Problem",
+    "Status",
+    "Strategy",
+    "allocate",
+    "capacity_from_name",
+    "find_conflicts",
+    "first_fit",
+    "iter_allocations",
+    "live_bytes",
+    "lower_bound",
+    "peak_moment",
+    "read_problem",
+    "read_solution",
+    "seed_order",
+    "warm_up",
+    "write_problem",
+    "write_solution",
+]
