@@ -97,8 +97,9 @@ def test_run_writes_the_json_report(tmp_path: Path, capsys: pytest.CaptureFixtur
         assert group["group_tag"] in (0, 2)
         assert group["dev_region"] == [0, 0, 4, 4]
     assert report["constants"]["count"] > 0
-    # sections whose passes do not exist yet are absent, not faked
-    assert "total_cycles" not in report
+    # group-cost ran: every group has its cycles, and the model its total
+    assert all(group["cycles"] > 0 for group in report["groups"])
+    assert report["total_cycles"] >= sum(group["cycles"] for group in report["groups"])
 
 
 def test_run_as_a_subprocess(tmp_path: Path) -> None:

@@ -209,7 +209,83 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\ntime(40k ops) / time(10k ops), linear = 4: {ratios}")
     _layout_table(zoo, args.quick)
     _group_table(zoo)
+    _schedule_table(zoo)
+    _cost_calibration()
+    _minimalloc(quick=args.quick)
     return 0
+
+
+def schedule_figures(module: Module) -> dict[str, Any]:
+    """The default pipeline through group-cost: groups, cycles, latency, SPM peak, times."""
+    from tx8lab.core.passes import build_pipeline
+    from tx8lab.core.pipeline import run_pipeline
+    from tx8lab.hw import TX81
+
+    steps = list(run_pipeline(module, build_pipeline(), TX81))
+    cost = next(s for s in steps if s.name == "group-cost")
+    entries = cost.result.artifacts["groups"]
+    looping = sum(1 for e in entries if any(n > 1 for n in e["loops"].values()))
+    return {
+        "ops": module.num_ops,
+        "groups": len(entries),
+        "looping": looping,
+        "total_cycles": cost.stats["total_cycles"],
+        "latency_ms": float(cost.stats["latency_s"]) * 1e3,
+        "spm_peak": max((e["spm_peak_bytes"] for e in entries), default=0),
+        "limiting": ",".join(
+            f"{k.removeprefix('limited_by_')} {v}"
+            for k, v in cost.stats.items()
+            if k.startswith("limited_by_")
+        ),
+        "cost_s": cost.elapsed_s,
+        "pipeline_s": sum(s.elapsed_s for s in steps),
+    }
+
+
+def _schedule_table(zoo: Any) -> None:
+    print(
+        "\ngroup-cost (default strategy, sw-pipeline, best allocator): per model; barriers "
+        "after every group here (before opt-barrier)"
+    )
+    header = (
+        f"{'case':26} {'ops':>6} {'groups':>6} {'looping':>7} {'total cycles':>13} "
+        f"{'latency ms':>10} {'SPM peak B':>11} {'cost ms':>8} {'pipeline ms':>11}  limited by"
+    )
+    print(header)
+    print("-" * len(header))
+    cases: list[tuple[str, Callable[[], Module]]] = [
+        (name, functools.partial(zoo.build, name)) for name in zoo.MODELS
+    ]
+    cases.append(("resnet50(batch=8)", functools.partial(zoo.build, "resnet50", batch=8)))
+    for label, build in cases:
+        row = schedule_figures(build())
+        print(
+            f"{label:26} {row['ops']:>6} {row['groups']:>6} {row['looping']:>7} "
+            f"{row['total_cycles']:>13} {row['latency_ms']:>10.3f} {row['spm_peak']:>11} "
+            f"{row['cost_s'] * 1e3:>8.1f} {row['pipeline_s'] * 1e3:>11.1f}  {row['limiting']}",
+            flush=True,
+        )
+
+
+def _cost_calibration() -> None:
+    from tx8lab.core.schedule.slicing import cost_figures
+
+    print("\ncost model vs the board: BF16 GEMM 4096x1024x4096 on 16 tiles (1.801 ms)")
+    for row in cost_figures():
+        print(
+            f"  {row['case']:<58} {row['modelled_ms']:>8.3f} ms  ratio {row['ratio']:.3f}  "
+            f"limited by {row['limiting_engine']}"
+        )
+
+
+def _minimalloc(quick: bool) -> None:
+    from tx8lab.core.schedule.alloc_bench import format_table, minimalloc_table
+    from tx8lab.core.schedule.spm_alloc import warm_up
+
+    print("\nSPM allocation on MiniMalloc's challenging set (capacity 2^20)")
+    print(f"(numba kernel compile or cache load: {warm_up():.2f} s, not counted)")
+    rows = minimalloc_table(time_limit_s=2.0 if quick else 9.5)
+    print(format_table(rows))
 
 
 #: The passes after grouping, timed together in the grouping table.

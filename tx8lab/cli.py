@@ -189,7 +189,25 @@ def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         )
         write_report(args.json, report)
         table.write(f"report written to {args.json}\n")
+    if args.trace:
+        _write_trace(args.trace, steps, hw)
+        table.write(f"trace written to {args.trace} (open it in ui.perfetto.dev)\n")
     return 0
+
+
+def _write_trace(path: str, steps: Sequence[Any], hw: Any) -> None:
+    """The Perfetto trace of the model's groups, from the group-cost step."""
+    from tx8lab.core.schedule.trace import model_trace, write_trace
+
+    cost = next((s for s in steps if s.name == "group-cost"), None)
+    if cost is None:
+        raise Tx8labError(
+            "--trace needs the group-cost pass (it schedules the groups); it did not run "
+            "(check --passes / --until)"
+        )
+    artifacts = cost.result.artifacts
+    timelines = [artifacts["timelines"][entry["id"]] for entry in artifacts["groups"]]
+    write_trace(model_trace(timelines, hw, need_barrier=artifacts["need_barrier"]), path)
 
 
 def _cmd_fuse(args: argparse.Namespace, out: TextIO) -> int:
@@ -345,6 +363,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--json", metavar="OUT.json", help="write the JSON report")
     run.add_argument(
+        "--trace",
+        metavar="OUT.json",
+        help="write a Chrome/Perfetto trace of the scheduled groups (needs group-cost)",
+    )
+    run.add_argument(
         "--hw",
         default=DEFAULT_PRESET,
         metavar="PRESET",
@@ -402,6 +425,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="override a hardware field, e.g. tile.spm_bytes=2Mi (repeatable)",
     )
     fuse.set_defaults(func=_cmd_fuse)
+
+    from tx8lab.core.schedule.alloc_cli import add_arguments as alloc_arguments
+    from tx8lab.core.schedule.alloc_cli import cmd_alloc
+
+    alloc = sub.add_parser(
+        "alloc",
+        help="the SPM allocator on a MiniMalloc-format problem (peak, lower bound, time)",
+        description=(
+            "Place the buffers of a MiniMalloc CSV (id,lower,upper,size; half-open "
+            "lifetimes) within the capacity; write id,offset rows."
+        ),
+    )
+    alloc_arguments(alloc)
+    alloc.set_defaults(func=cmd_alloc)
 
     lab = sub.add_parser("lab", help=f"open JupyterLab on {TOUR.as_posix()}")
     lab.add_argument("--no-browser", action="store_true", help="do not open a browser")

@@ -179,7 +179,8 @@ def test_menu_change_reruns_only_downstream_and_updates_the_views() -> None:
     assert [v["view"] for v in record["views"]] == ["GraphView", "PassStepper", "<lambda>"]
     assert all(v["redrawn"] for v in record["views"])
     assert record["total_ms"] >= record["pipeline_ms"]
-    assert "re-ran 6 passes" in panel.status.value
+    downstream = len(DEFAULT_PIPELINE) - DEFAULT_PIPELINE.index("group")
+    assert f"re-ran {downstream} passes" in panel.status.value
 
     # back to the old value: everything from the cache, the views show the old objects
     _choose(panel.controls["group.strategy"], "pattern")
@@ -188,7 +189,7 @@ def test_menu_change_reruns_only_downstream_and_updates_the_views() -> None:
     assert graph.module is before_final
     assert len(panel.history) == 2
     frame = panel.timings()
-    assert list(frame["passes re-run"]) == [6, 0]
+    assert list(frame["passes re-run"]) == [downstream, 0]
 
 
 def test_unchanged_step_in_the_stepper_is_not_redrawn() -> None:

@@ -13,8 +13,9 @@ Readings chosen:
   ``group-hdfg`` or ``group-optimization``): one entry per ``tx8be.Group`` of the final
   module (:func:`~tx8lab.core.group_report.group_entries`: id, ops, rule, group_tag,
   need_barrier). ``sharding``, ``split``, ``cycles`` and ``spm_peak_bytes`` per group and
-  ``total_cycles`` come only from a ``group-cost`` step (that step's
-  ``artifacts["groups"]``, merged by group id, and ``stats["total_cycles"]``).
+  ``total_cycles`` / ``latency_s`` come only from a ``group-cost`` step (that step's
+  ``artifacts["groups"]``, merged by group id, and its model estimate; see
+  :func:`_cost_section` for the barriers).
 - ``num_ops`` counts the input module's ops (nested ones included, terminators not);
   ``num_ops_final`` the output's. Each pass entry adds its index, knobs, ops before,
   decision count, stats and whether the result came from a cache.
@@ -125,6 +126,37 @@ def layout_section(align: Step, opt: Step | None) -> dict[str, Any]:
     return section
 
 
+def _cost_section(cost: Step, final: Module, groups: list[dict[str, Any]]) -> dict[str, Any]:
+    """``groups`` merged with group-cost's per-group figures, and the model totals.
+
+    group-cost runs before opt-barrier (the seed's order), so its own model estimate puts a
+    barrier after every group (``total_cycles_all_barriers``); ``total_cycles`` and
+    ``latency_s`` use the ``need_barrier`` flags of the final module, i.e. after
+    opt-barrier when it ran.
+    """
+    artifacts = cost.result.artifacts
+    costed = {g["id"]: g for g in to_jsonable(artifacts.get("groups", []))}
+    merged = [g | costed.pop(g["id"], {}) for g in groups] + list(costed.values())
+    section: dict[str, Any] = {"groups": merged}
+    model = artifacts.get("model")
+    if model is None:
+        return section
+    flags = {
+        op.id: op.attrs.get("need_barrier", True) is not False
+        for func in final.functions
+        for op in func.ops
+        if op.kind == "tx8be.Group"
+    }
+    need = tuple(flags.get(g.group_id, True) for g in model.groups)
+    final_model = dataclasses.replace(model, need_barrier=need)
+    section["total_cycles"] = final_model.total_cycles
+    section["latency_s"] = final_model.latency_s
+    section["barriers"] = sum(need)
+    section["barrier_cycles"] = model.barrier_cycles
+    section["total_cycles_all_barriers"] = model.total_cycles
+    return section
+
+
 def build_report(
     module: Module,
     steps: Iterable[Step],
@@ -167,13 +199,7 @@ def build_report(
         report["groups"] = to_jsonable(group_entries(final))
     cost = by_name.get("group-cost")
     if cost is not None:
-        if "groups" in cost.result.artifacts:
-            costed = {g["id"]: g for g in to_jsonable(cost.result.artifacts["groups"])}
-            groups = report.get("groups", [])
-            report["groups"] = [g | costed.pop(g["id"], {}) for g in groups]
-            report["groups"] += list(costed.values())
-        if "total_cycles" in cost.stats:
-            report["total_cycles"] = cost.stats["total_cycles"]
+        report.update(_cost_section(cost, final, report.get("groups", [])))
     return report
 
 

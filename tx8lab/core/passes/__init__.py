@@ -3,7 +3,7 @@
 Spec: DESIGN.md §5 and STYLE.md ("Registry"). Passes do not register themselves when
 imported; each is imported here and listed once. ``DEFAULT_PIPELINE`` names the passes
 that exist so far, in the order the seed's pipeline would run them (constant folding and
-DCE clean the graph before layout-init); later passes (group-cost, codegen) join it as
+DCE clean the graph before layout-init); later passes (codegen) join it as
 they land. Grouping is the ``group`` pass, whose knob ``strategy`` runs ``group-pattern``
 or ``group-hdfg`` (both also runnable by name).
 """
@@ -17,6 +17,7 @@ from tx8lab.core.passes.const_norm import ConstNorm
 from tx8lab.core.passes.dce import DCE
 from tx8lab.core.passes.fold_constants import FoldConstants
 from tx8lab.core.passes.group import Group
+from tx8lab.core.passes.group_cost import GroupCost
 from tx8lab.core.passes.group_hdfg import GroupHDFG
 from tx8lab.core.passes.group_ldst import GroupLdSt
 from tx8lab.core.passes.group_mapping import GroupMapping
@@ -50,6 +51,7 @@ PASSES: dict[str, type[Pass]] = {
         GroupOptimization,
         GroupLdSt,
         GroupMapping,
+        GroupCost,
         OptBarrier,
         OptDdr,
     )
@@ -69,6 +71,7 @@ DEFAULT_PIPELINE: list[str] = [
     "group-optimization",
     "group-ldst",
     "group-mapping",
+    "group-cost",
     "opt-barrier",
     "opt-ddr",
 ]
@@ -121,6 +124,7 @@ __all__ = [
     "ConstNorm",
     "FoldConstants",
     "Group",
+    "GroupCost",
     "GroupHDFG",
     "GroupLdSt",
     "GroupMapping",

@@ -1,7 +1,8 @@
 """The MiniMalloc A-K table for ``make bench``: both allocation strategies on the 11 cases.
 
-Data: ``../shared/bench/minimalloc/`` beside the repository (11 "challenging" problems
-from google/minimalloc, capacity 2^20, and its ``check_solution.py``). The best-known
+Data: ``bench/minimalloc/`` in the repository, copied with its Apache-2.0 licence and
+README (11 "challenging" problems from google/minimalloc, capacity 2^20, and its
+``check_solution.py``). The best-known
 peaks are the README's. Figures, never pass/fail: the ``seed`` first fit overflows 2^20 on
 every case (as the README's naive greedy does), so its row says ``fits: False``.
 
@@ -29,11 +30,11 @@ from tx8lab.core.schedule.spm_alloc import (
 )
 from tx8lab.errors import Tx8labError
 
-#: The benchmark folder: ``shared/`` sits beside the repository checkout.
-BENCH_DIR = Path(__file__).resolve().parents[3].parent / "shared" / "bench" / "minimalloc"
+#: The benchmark folder, in the repository checkout.
+BENCH_DIR = Path(__file__).resolve().parents[3] / "bench" / "minimalloc"
 CASES = "ABCDEFGHIJK"
 CAPACITY = 1 << 20
-#: Best-known peaks (``../shared/bench/minimalloc/README.md``, "best known peak").
+#: Best-known peaks (``bench/minimalloc/README.md``, "best known peak").
 BEST_KNOWN: dict[str, int] = {
     "A": 1048576,
     "B": 1048576,
@@ -56,7 +57,7 @@ def case_path(case: str, bench_dir: Path | None = None) -> Path:
     if not path.is_file():
         raise Tx8labError(
             f"{path}: MiniMalloc benchmark file missing; the bench reads "
-            "../shared/bench/minimalloc/ beside the repository (or pass bench_dir)"
+            "bench/minimalloc/ in the repository checkout (or pass bench_dir)"
         )
     return path
 

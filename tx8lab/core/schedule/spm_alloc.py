@@ -2,7 +2,7 @@
 
 Spec: seed 001 "SPMAllocPass" (ValueBuffer sorted by ``start`` with ``operator<``, then an
 allocation of each buffer's ``offset``), issue 5 item 5, and MiniMalloc's problem format
-(``../shared/bench/minimalloc/README.md``). Input: :class:`~tx8lab.core.schedule.tasks.Lifetime`
+(``bench/minimalloc/README.md``). Input: :class:`~tx8lab.core.schedule.tasks.Lifetime`
 rows (half-open ``[lower, upper)`` in time steps, bytes); output: an :class:`Allocation`
 (offset per id, peak, lower bound, status). Two strategies:
 

@@ -1,0 +1,125 @@
+"""group-cost: every group scheduled and estimated; report fields, totals and the trace."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import INTERPRETABLE, same_outputs
+from tx8lab.cli import main
+from tx8lab.core import verify, zoo
+from tx8lab.core.ir import Module
+from tx8lab.core.passes import DEFAULT_PIPELINE, build_pipeline
+from tx8lab.core.pipeline import Step, run_pipeline
+from tx8lab.core.report import build_report
+from tx8lab.core.schedule.spm_alloc import find_conflicts
+from tx8lab.errors import Tx8labError
+from tx8lab.hw import TX81
+
+BEFORE = DEFAULT_PIPELINE[: DEFAULT_PIPELINE.index("group-cost")]
+
+
+def _grouped(name: str, **params: object) -> Module:
+    steps = list(run_pipeline(zoo.build(name, **params), build_pipeline(BEFORE), TX81))
+    return steps[-1].after
+
+
+def _cost(module: Module, *settings: str) -> Step:
+    (step,) = run_pipeline(module, build_pipeline(["group-cost"], list(settings)), TX81)
+    return step
+
+
+@pytest.mark.parametrize("name", sorted(zoo.MODELS))
+def test_every_group_of_every_zoo_model_is_scheduled(name: str) -> None:
+    module = _grouped(name)
+    step = _cost(module)
+    groups = [op for op in step.after.main.ops if op.kind == "tx8be.Group"]
+    entries = step.result.artifacts["groups"]
+    assert [e["id"] for e in entries] == [g.id for g in groups]
+    usable = TX81.tile.spm_usable_bytes
+    for entry, group in zip(entries, groups, strict=True):
+        assert entry["cycles"] == group.attrs["cycles"] > 0
+        assert entry["spm_lower_bound_bytes"] <= entry["spm_peak_bytes"] <= usable
+        assert entry["limiting_engine"] in entry["engine_busy_cycles"]
+        # the makespan is at least the busiest engine's time
+        assert entry["cycles"] >= max(entry["engine_busy_cycles"].values())
+    # the allocations are valid packings
+    for allocation in step.result.artifacts["allocations"].values():
+        assert find_conflicts(allocation.lifetimes, allocation.offsets) == []
+    model = step.result.artifacts["model"]
+    assert model.total_cycles == sum(e["cycles"] for e in entries) + (
+        model.barrier_cycles * len(entries)
+    )
+    assert step.stats["total_cycles"] == model.total_cycles
+    verify(step.after)
+
+
+def test_values_are_kept_through_the_whole_pipeline() -> None:
+    module = zoo.build("resnet50", **INTERPRETABLE["resnet50"])
+    steps = list(run_pipeline(module, build_pipeline(), TX81))
+    assert "group-cost" in [s.name for s in steps]
+    same_outputs(module, steps[-1].after)
+
+
+def test_knobs_change_the_schedule() -> None:
+    module = _grouped("resnet50", batch=8)
+    double = _cost(module)
+    single = _cost(module, "group-cost.multi_buffer=1")
+    no_retract = _cost(module, "group-cost.retract=false")
+    total = {
+        key: step.stats["total_cycles"]
+        for key, step in (("double", double), ("single", single), ("plain", no_retract))
+    }
+    # looping groups exist at batch 8, so overlap and double buffering matter
+    assert any(any(n > 1 for n in e["loops"].values()) for e in double.result.artifacts["groups"])
+    assert total["double"] < total["plain"]
+    assert total["double"] <= total["single"]
+    # the seed's first fit fragments: on one batch-8 group it needs more than the SPM,
+    # where the best allocator fits; the error lists the live buffers
+    with pytest.raises(Tx8labError, match=r"does not fit in 3080192 bytes.*buffers are live"):
+        _cost(module, "group-cost.alloc=seed")
+
+
+def test_seed_allocator_never_beats_best() -> None:
+    module = _grouped("resnet50")
+    best = _cost(module).result.artifacts["groups"]
+    seed = _cost(module, "group-cost.alloc=seed").result.artifacts["groups"]
+    for b, s in zip(best, seed, strict=True):
+        assert b["spm_lower_bound_bytes"] <= b["spm_peak_bytes"] <= s["spm_peak_bytes"]
+
+
+def test_report_totals_use_the_final_barriers() -> None:
+    module = zoo.build("tiny_cnn")
+    steps = list(run_pipeline(module, build_pipeline(), TX81))
+    report = build_report(module, steps, TX81)
+    cost = next(s for s in steps if s.name == "group-cost")
+    model = cost.result.artifacts["model"]
+    flags = [g["need_barrier"] for g in report["groups"]]
+    assert report["barriers"] == sum(flags)
+    assert report["total_cycles"] == (
+        sum(g["cycles"] for g in report["groups"]) + model.barrier_cycles * sum(flags)
+    )
+    assert report["total_cycles_all_barriers"] >= report["total_cycles"]
+    assert report["latency_s"] == pytest.approx(report["total_cycles"] / TX81.clock_hz)
+    for group in report["groups"]:
+        assert {"sharding", "split", "cycles", "spm_peak_bytes", "limiting_engine"} <= set(group)
+
+
+def test_cli_writes_a_perfetto_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out, trace = tmp_path / "out.json", tmp_path / "trace.json"
+    assert main(["run", "tiny_cnn", "--json", str(out), "--trace", str(trace)]) == 0
+    events = json.loads(trace.read_text())["traceEvents"]
+    report = json.loads(out.read_text())
+    complete = [e for e in events if e.get("ph") == "X"]
+    assert complete
+    assert {e["tid"] for e in complete}  # engine tracks
+    assert report["total_cycles"] > 0
+    assert "trace written" in capsys.readouterr().out
+    # without group-cost there is nothing to trace: a clear error, exit 2
+    code = main(["run", "tiny_cnn", "--until", "opt-barrier", "--trace", str(trace)])
+    assert code == 0  # group-cost runs before opt-barrier
+    code = main(["run", "tiny_cnn", "--until", "group-mapping", "--trace", str(trace)])
+    assert code == 2
+    assert "--trace needs the group-cost pass" in capsys.readouterr().err
