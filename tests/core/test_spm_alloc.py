@@ -28,7 +28,7 @@ from tx8lab.core.schedule.spm_alloc import (
     write_problem,
     write_solution,
 )
-from tx8lab.core.schedule.tasks import Lifetime
+from tx8lab.core.schedule.tasks import Buffer, Lifetime
 from tx8lab.errors import Tx8labError
 
 CHECKER = BENCH_DIR / "check_solution.py"
@@ -155,12 +155,35 @@ def test_the_example_input_12(tmp_path: Path) -> None:
 
 def test_dataframe_has_one_row_per_lifetime() -> None:
     lts = [Lifetime("a", 0, 4, 8, buffer="%3"), Lifetime("b", 2, 6, 4)]
-    frame = allocate(lts, 16).to_dataframe()
-    assert list(frame.columns) == ["id", "buffer", "start", "end", "offset", "size"]
+    alloc = allocate(lts, 16)
+    frame = alloc.to_dataframe()
+    assert list(frame.columns) == ["id", "buffer", "op", "kind", "start", "end", "offset", "size"]
     assert frame.to_dict("records") == [
-        {"id": "a", "buffer": "%3", "start": 0, "end": 4, "offset": 0, "size": 8},
-        {"id": "b", "buffer": "b", "start": 2, "end": 6, "offset": 8, "size": 4},
+        {
+            "id": "a",
+            "buffer": "%3",
+            "op": None,
+            "kind": None,
+            "start": 0,
+            "end": 4,
+            "offset": 0,
+            "size": 8,
+        },
+        {
+            "id": "b",
+            "buffer": "b",
+            "op": None,
+            "kind": None,
+            "start": 2,
+            "end": 6,
+            "offset": 8,
+            "size": 4,
+        },
     ]
+    # with the schedule's buffers each row names its IR op and buffer kind
+    named = alloc.to_dataframe({"%3": Buffer("%3", 3, 8, "psum")})
+    assert named.loc[0, "op"] == 3
+    assert named.loc[0, "kind"] == "psum"
 
 
 def test_iterator_and_callback_see_strictly_better_packings() -> None:

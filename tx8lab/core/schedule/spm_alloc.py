@@ -67,7 +67,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import numpy.typing as npt
 
-from tx8lab.core.schedule.tasks import Lifetime
+from tx8lab.core.schedule.tasks import Buffer, Lifetime
 from tx8lab.errors import Tx8labError
 
 if TYPE_CHECKING:
@@ -120,19 +120,33 @@ class Allocation:
         """Same as :attr:`lower_bound_bytes`."""
         return self.lower_bound_bytes
 
-    def to_dataframe(self) -> pd.DataFrame:
+    def to_dataframe(self, buffers: Mapping[str, Buffer] | None = None) -> pd.DataFrame:
         """One row per lifetime, in input order, for the SPM Gantt views.
 
-        Columns ``id, buffer, start, end, offset, size`` (time steps with ``end``
-        exclusive; bytes).
+        Columns ``id, buffer, op, kind, start, end, offset, size`` (time steps with ``end``
+        exclusive; bytes). ``op`` (the IR op id) and ``kind`` (value/imm/psum) come from
+        ``buffers`` (a ``ScheduleInput.buffers``); without it they are None.
         """
         import pandas as pd
 
-        rows = [
-            (lt.id, lt.buffer or lt.id, lt.lower, lt.upper, self.offsets[lt.id], lt.size)
-            for lt in self.lifetimes
-        ]
-        return pd.DataFrame(rows, columns=["id", "buffer", "start", "end", "offset", "size"])
+        rows = []
+        for lt in self.lifetimes:
+            name = lt.buffer or lt.id
+            buf = (buffers or {}).get(name)
+            rows.append(
+                (
+                    lt.id,
+                    name,
+                    None if buf is None else buf.op_id,
+                    None if buf is None else buf.kind,
+                    lt.lower,
+                    lt.upper,
+                    self.offsets[lt.id],
+                    lt.size,
+                )
+            )
+        columns = ["id", "buffer", "op", "kind", "start", "end", "offset", "size"]
+        return pd.DataFrame(rows, columns=columns)
 
 
 @dataclass(frozen=True)
