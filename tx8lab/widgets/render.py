@@ -27,7 +27,9 @@ Readings chosen:
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import gc
 import re
 import shutil
 import subprocess
@@ -145,6 +147,17 @@ def _run_dot(dot: str, timeout_s: float) -> str:
 
 _WASM_LOCK = threading.Lock()
 _WASM: list[Any] = []
+
+
+@atexit.register
+def _drop_wasm() -> None:
+    """Free the wasm engine while wasmtime is still loaded.
+
+    Left to interpreter shutdown, wasmtime's finalizers run after its modules are torn
+    down and print "Exception ignored in __del__" tracebacks after every run.
+    """
+    _WASM.clear()
+    gc.collect()
 
 
 def _wasm_backend() -> Any:
