@@ -17,6 +17,13 @@ Readings chosen where the seed is vague:
   input sharded only on C and split in time only on N, H, W, its 1x1x1xC parameters
   following the C shard and never split. The normalised dims of Softmax (its axis),
   LayerNorm and RMSNorm (``axis`` .. last) cannot be cut at all: a slice holds whole rows.
+- ``tileShardingSplit`` is the seed's code line for line: the input keeps the output's
+  factors, its sharding is cleared (the candidate rejected) when any dim but C is sharded
+  and its split cleared when C is split; scale/offset/mean/variance (in operand order)
+  take the input's sharding (empty when it was cleared) and a split of all ones. A
+  parameter of lower rank than the input (``[C]``) gets the trailing entries of those
+  vectors (right-aligned, as it broadcasts). Factor vectors whose length is not the
+  output's rank raise (the seed's ASSERT).
 - Cost (CGRA operations per element, assumptions): Softmax 12 (max, subtract, exp 8, sum,
   scale), LayerNorm 7 (mean, subtract, square, sum, scale by the rsqrt, gamma, beta),
   RMSNorm 4, BatchNorm_Inference 4 (the seed's x - mean, times rsqrt(var + eps), times
@@ -44,6 +51,7 @@ from tx8lab.core.ops.registry import (
     IterDim,
     OpAttr,
     OpDef,
+    ShardingSplitParam,
     SliceShape,
     _default_layout,
     value_bytes,
@@ -247,6 +255,43 @@ class BatchNorm_Inference(OpDef):
             IterDim(d.name, d.size, d.loop, shardable=i == last, splittable=i != last)
             for i, d in enumerate(dims)
         )
+
+    def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
+        """Seed ``BatchNorm_InferenceOp::tileShardingSplit``: input, scale, offset, mean, var.
+
+        Examples:
+            >>> from tx8lab.core.ir import TensorType, Value, make_op
+            >>> x, p = TensorType((4, 112, 2, 129), "f16"), TensorType((1, 1, 1, 129), "f32")
+            >>> args = [Value(-1, i, t, is_arg=True) for i, t in enumerate([x] + [p] * 4)]
+            >>> op = make_op("BatchNorm_Inference", args, {}, op_id=0)
+            >>> bn = BatchNorm_Inference()
+            >>> got = bn.tile_sharding_split(op, ShardingSplitParam((1, 1, 1, 16), (2, 2, 1, 1)))
+            >>> got[0]
+            ShardingSplitParam(out_sharding=(1, 1, 1, 16), out_split=(2, 2, 1, 1))
+            >>> got[1]
+            ShardingSplitParam(out_sharding=(1, 1, 1, 16), out_split=(1, 1, 1, 1))
+            >>> bn.tile_sharding_split(op, ShardingSplitParam((2, 1, 1, 1), (1, 1, 1, 1)))[0]
+            ShardingSplitParam(out_sharding=(), out_split=(1, 1, 1, 1))
+        """
+        shape = op.results[0].type.shape
+        rank = len(shape)
+        if len(param.out_sharding) != rank or len(param.out_split) != rank:
+            raise self.fail(
+                f"{op.label}: tileShardingSplit needs outSharding and outSplit of the output's "
+                f"rank {rank} (shape {shape}), got {param.out_sharding} and {param.out_split}"
+            )
+        sharding, split = tuple(param.out_sharding), tuple(param.out_split)
+        for i in range(rank - 1):
+            if sharding and sharding[i] != 1:  # can only shard in dim C
+                sharding = ()
+            if split and split[rank - 1] != 1:  # can only split except dim C
+                split = ()
+        result = [ShardingSplitParam(sharding, split)]
+        # scale/shift/mean/variance are 1x..x1xC: the input's sharding, split all ones
+        for value in op.operands[1:]:
+            r = value.type.rank
+            result.append(ShardingSplitParam(sharding[rank - r :] if sharding else (), (1,) * r))
+        return result
 
     def vector_ops_per_element(self, op: Op) -> float:
         # x - mean, * rsqrt(var + eps), * scale, + shift; 16-bit data converts to fp32 and back

@@ -21,8 +21,10 @@ in ``tx8lab.core.ops`` maps ``"tx8be.<Name>"`` to an instance.
 | ``getOpClockCycle`` | :meth:`OpDef.cost` / :meth:`OpDef.cycles` / :meth:`OpDef.explain`, through
   ``tx8lab.hw.cost`` (NE MACs from :meth:`OpDef.ne_shape`, CT work from
   :meth:`OpDef.vector_ops_per_element`) |
-| ``tileShardingSplit`` / ``backWindow`` / ``genOpCode`` | stubs that raise
-  ``NotImplementedError`` naming the op and the issue that fills them |
+| ``tileShardingSplit`` | :meth:`OpDef.tile_sharding_split` over :class:`ShardingSplitParam`
+  (BatchNorm_Inference has the seed's code; a stub elsewhere) |
+| ``backWindow`` / ``genOpCode`` | stubs that raise ``NotImplementedError`` naming the op and
+  the issue that fills them |
 
 Readings chosen where the seed is vague:
 
@@ -157,6 +159,26 @@ class SliceShape:
     def points(self) -> int:
         """Points of the iteration slice (output elements x reduction extent)."""
         return math.prod(self.iteration)
+
+
+@dataclass(frozen=True, slots=True)
+class ShardingSplitParam:
+    """Seed ``ShardingSplitParam``: one operand's (or the output's) sharding and split factors.
+
+    ``tileShardingSplit`` takes the output's and returns one per operand. An empty tuple is
+    the seed's cleared vector: no valid factors for that operand (the candidate is
+    rejected by the sharding search).
+    """
+
+    out_sharding: tuple[int, ...] = ()
+    """Tiles per dim (seed ``outSharding``)."""
+    out_split: tuple[int, ...] = ()
+    """Temporal splits per dim (seed ``outSplit``)."""
+
+    @property
+    def is_valid(self) -> bool:
+        """Both vectors are set (the seed clears one to reject the candidate)."""
+        return bool(self.out_sharding) and bool(self.out_split)
 
 
 def slice_extent(size: int, shard: int, split: int) -> int:
@@ -532,8 +554,8 @@ class OpDef:
         )
 
     # ------------------------------------------------------------- filled by later issues
-    def tile_sharding_split(self, op: Op, param: Any) -> list[Any]:
-        """Seed ``tileShardingSplit``: operand split from the output split."""
+    def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
+        """Seed ``tileShardingSplit``: each operand's factors from the output's."""
         raise NotImplementedError(
             f"{self.kind}: tile_sharding_split comes with the sharding-search issue"
         )
