@@ -1,0 +1,36 @@
+"""FlashAttention on the TX8 tile model (seed 004, issue 8).
+
+- :mod:`.numerics` - tiled forward (online softmax) and backward in numpy, with the naive
+  reference and its analytic gradients;
+- :mod:`.templates` - the seed's FA / FAG templates and the tiling key (``GET_TILINGKEY``);
+- :mod:`.timeline` - C/V tiling, ping-pong, cube double issue, per-tile NE/CGRA timeline,
+  core split over the 16 tiles, calibration against the board and the block-size search.
+
+On TX8 the seed's Cube is the NE, its Vector the CGRA (CT), and its UB/L1 the SPM.
+"""
+
+from tx8lab.kernels.flash_attention.numerics import (
+    Attention,
+    ForwardResult,
+    GradResult,
+    block_pairs,
+    dropout_mask,
+    flash_backward,
+    flash_forward,
+    reference_backward,
+    reference_forward,
+    round_to,
+)
+
+__all__ = [
+    "Attention",
+    "ForwardResult",
+    "GradResult",
+    "block_pairs",
+    "dropout_mask",
+    "flash_backward",
+    "flash_forward",
+    "reference_backward",
+    "reference_forward",
+    "round_to",
+]
