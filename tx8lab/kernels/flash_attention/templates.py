@@ -106,9 +106,8 @@ def encode_tiling_key(key: TilingKey) -> int:
     for digit, (name, enum) in enumerate(KEY_FIELDS):
         value = getattr(key, name)
         if value not in enum:
-            raise Tx8labError(
-                f"tiling key field {name!r}: {value!r} is not one of {sorted(enum, key=lambda k: enum[k])}"
-            )
+            known = sorted(enum, key=lambda k: enum[k])
+            raise Tx8labError(f"tiling key field {name!r}: {value!r} is not one of {known}")
         total += enum[value] * 10**digit
     return TILINGKEYOFFSET + total
 
