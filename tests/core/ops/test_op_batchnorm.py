@@ -75,7 +75,9 @@ def test_imm_is_twice_the_input_slice(dtype: str) -> None:
     got = BN.temporal_slice_shape(op, OpStrategy((1, 1, 1, 1), (4, 2, 1, 1)))
     assert got.operands[0] == (1, 56, 2, 129)
     elem = 2 if dtype == "f16" else 4
-    assert BN.imm_bytes(op, got) == 2 * 1 * 56 * 2 * 129 * elem
+    # sizeof(input) is the slice's Cx image: Cx = 2 blocks of HW x 64, C0 = 1 padded to 4
+    hw = 56 * 2
+    assert BN.imm_bytes(op, got) == 2 * (2 * hw * 64 + hw * 4) * elem
 
 
 def test_tile_sharding_split_the_seed_example() -> None:

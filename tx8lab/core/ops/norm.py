@@ -30,8 +30,10 @@ Readings chosen where the seed is vague:
   scale, plus shift; the per-channel rsqrt is negligible) plus 2 for the fp16/bf16 <-> fp32
   conversions of 16-bit data.
 - Scratch (seed ``getImmSpSize``): BatchNorm_Inference takes ``2 x sizeof(input slice)``, the
-  seed's op_batchnorm_inference ``imm``; Softmax, LayerNorm and RMSNorm an fp32 copy of the
-  slice (4 bytes per element) plus two fp32 statistics per row.
+  seed's op_batchnorm_inference ``imm``, sizeof being the slice's Cx/NCx image (the op is
+  NPU_ALIGN; the compact size would not hold the fp32 NCx copy the kernel makes);
+  Softmax, LayerNorm and RMSNorm an fp32 copy of the slice (4 bytes per element) plus two
+  fp32 statistics per row.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ import numpy as np
 from tx8lab.core.attrs import AlignMode
 from tx8lab.core.dtypes import bits_of
 from tx8lab.core.ir import Op, TensorType
+from tx8lab.core.layouts import layout_for
 from tx8lab.core.ops.common import both_attr, norm_axis, require_float, same_dtype
 from tx8lab.core.ops.registry import (
     Array,
@@ -298,9 +301,11 @@ class BatchNorm_Inference(OpDef):
         return 4.0 + (2.0 if bits_of(self.compute_dtype(op)) == 16 else 0.0)
 
     def imm_bytes(self, op: Op, slice_shape: SliceShape) -> int:
-        # seed 001: "imm 是辅助空间,此处申请了 2xsizeof(input) Bytes"
+        # seed 001: "imm 是辅助空间,此处申请了 2xsizeof(input) Bytes"; the input is Cx/NCx
+        # (NPU_ALIGN), so sizeof is its aligned image, which 2x always holds in fp32
         x = op.operands[0].type
-        return 2 * value_bytes(slice_shape.operands[0], x.dtype)
+        shape = slice_shape.operands[0]
+        return 2 * value_bytes(shape, x.dtype, layout_for(shape, aligned=True))
 
     def op_attr(self, op: Op) -> OpAttr:
         # seed 001 queryOpAttr, verbatim

@@ -1,0 +1,189 @@
+"""The BatchNorm walkthrough: the seed's ten steps on SPM byte images (seed 001)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.core.ops.ophelpers import build
+from tx8lab.core.dtypes import round_to, to_bits_image
+from tx8lab.core.ir import TensorType
+from tx8lab.core.layouts import element_offset_bits, layout_for, pack
+from tx8lab.core.ops import OPS
+from tx8lab.errors import Tx8labError
+from tx8lab.kernels.batchnorm import Spm, batchnorm_flow, vuv, vuv_loop
+
+BN = OPS["tx8be.BatchNorm_Inference"]
+#: mantissa bits of each output type: the flow (fp32) and the reference (float64) may
+#: round to neighbouring values of the output type
+MANTISSA = {"f16": 10, "bf16": 7, "tf32": 10, "f32": 21}
+
+
+def _data(shape: tuple[int, ...], seed: int = 0) -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(seed)
+    c = shape[-1]
+    x = rng.uniform(-4, 4, shape)
+    scale, shift, mean = (rng.uniform(-2, 2, c).astype(np.float32) for _ in range(3))
+    var = rng.uniform(0.1, 2, c).astype(np.float32)
+    return x, scale, shift, mean, var
+
+
+def _reference(x: np.ndarray, params: tuple[np.ndarray, ...], dtype: str) -> np.ndarray:
+    """The op library's compute (ComputeInterface), rounded to the result type."""
+    xr = round_to(x, dtype)
+    p = TensorType((xr.shape[-1],), "f32")
+    op = build("BatchNorm_Inference", TensorType(xr.shape, dtype), p, p, p, p)
+    (out,) = BN.compute(op, xr, *params)
+    return round_to(out, dtype)
+
+
+def _assert_matches(got: np.ndarray, want: np.ndarray, dtype: str) -> None:
+    np.testing.assert_allclose(got, want, rtol=2.0 ** -MANTISSA[dtype], atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16", "f32", "tf32"])
+@pytest.mark.parametrize("shape", [(4, 112, 2, 129), (4, 112, 2, 30), (2, 5, 100), (3, 48)])
+def test_flow_equals_the_reference_compute(shape: tuple[int, ...], dtype: str) -> None:
+    x, *params = _data(shape)
+    run = batchnorm_flow(x, *params, dtype=dtype)
+    want = _reference(x, tuple(params), dtype)
+    _assert_matches(run.output, want, dtype)
+    if dtype in ("f16", "bf16"):
+        # most elements agree exactly; the rest by one step of the output type
+        assert np.mean(run.output == want) > 0.9
+    # out holds the Cx/NCx image of the result, zero padded
+    assert run.out_image == pack(run.output, dtype, layout_for(shape, aligned=True))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(2, 4),
+    st.integers(1, 3),
+    st.integers(1, 4),
+    st.integers(1, 200),
+    st.sampled_from(["f16", "bf16", "f32", "tf32"]),
+    st.integers(0, 2**16),
+)
+def test_flow_on_random_shapes(rank: int, n: int, hw: int, c: int, dtype: str, seed: int) -> None:
+    shape = (n, *([hw] * (rank - 2)), c)
+    x, *params = _data(shape, seed)
+    run = batchnorm_flow(x, *params, dtype=dtype)
+    _assert_matches(run.output, _reference(x, tuple(params), dtype), dtype)
+    assert [s.index for s in run.steps] == list(range(1, 11))
+
+
+def test_the_seed_c_gt_32_example_uses_vuv_mul_loop_per_batch() -> None:
+    """(4x112x2x129) x (1x1x1x129): per batch one VuV_mul_loop over Cx = 2, one VuV_mul (C0)."""
+    x, *params = _data((4, 112, 2, 129))
+    run = batchnorm_flow(x, *params, dtype="f16")
+    step6 = run.steps[5]
+    assert [i.name for i in step6.instructions] == ["VuV_mul_loop", "VuV_mul"] * 4
+    loop, tail = (dict(i.args) for i in step6.instructions[:2])
+    hw = 112 * 2
+    assert loop["src_elem_num"] == hw * 64
+    assert loop["unit_elem_num"] == 64
+    assert loop["full_src_elem_num"] == 2 * hw * 64
+    assert loop["full_unit_elem_num"] == 2 * 64
+    assert tail["src_elem_num"] == hw * 4  # C0 = 1 padded to 4
+    assert tail["unit_elem_num"] == 4
+    # batch n starts at its 2048-bit aligned NCx address (of the fp32 image)
+    second = dict(step6.instructions[2].args)
+    stride = element_offset_bits((4, 112, 2, 129), "f32", "NCx", (1, 0, 0, 0)) // 8
+    assert second["src"] - loop["src"] == stride
+    counts = run.instruction_counts()
+    assert counts["op_gatherScatter"] == 2
+    assert counts["convert_fp16_fp32"] == counts["convert_fp32_fp16"] == 1
+
+
+def test_the_seed_c_le_32_example_uses_vuv_mul_per_batch() -> None:
+    x, *params = _data((4, 112, 2, 30))
+    run = batchnorm_flow(x, *params, dtype="f16")
+    step7 = run.steps[6]
+    assert [i.name for i in step7.instructions] == ["VuV_mul"] * 4
+    args = dict(step7.instructions[0].args)
+    assert args["src_elem_num"] == 112 * 2 * 32  # NHWC, C padded to 32
+    assert args["unit_elem_num"] == 32
+
+
+def test_gather_scatter_puts_fp16_into_the_low_half_of_fp32_slots() -> None:
+    shape = (2, 1, 2, 131)  # seed's NCx example
+    x, *params = _data(shape)
+    run = batchnorm_flow(x, *params, dtype="f16")
+    step1, step2 = run.steps[:2]
+    assert step1.engine == "TDMA"
+    imm = next(r for r in run.regions if r.name == "imm")
+    for index in [(0, 0, 0, 0), (1, 0, 1, 130), (0, 0, 1, 64)]:
+        at = element_offset_bits(shape, "f32", "NCx", index) // 8
+        half = to_bits_image(np.asarray([x[index]]), "f16")
+        assert step1.image[at : at + 2] == half
+        assert step1.image[at + 2 : at + 4] == b"\0\0"
+    np.testing.assert_array_equal(step1.values, round_to(x, "f16").astype(np.float32))
+    # after the conversion the same slots hold fp32
+    np.testing.assert_array_equal(step2.values, round_to(x, "f16").astype(np.float32))
+    assert imm.nbytes == 2 * len(pack(round_to(x, "f16"), "f16", "NCx"))
+
+
+def test_variance_steps_and_buffers() -> None:
+    x, scale, shift, mean, var = _data((2, 3, 40))
+    run = batchnorm_flow(x, scale, shift, mean, var, dtype="f16", epsilon=1e-3)
+    step4, step5 = run.steps[3:5]
+    np.testing.assert_array_equal(step4.values, var + np.float32(1e-3))
+    np.testing.assert_allclose(step5.values, 1 / np.sqrt(var + np.float32(1e-3)), rtol=1e-6)
+    assert step4.region == step5.region == "var"
+    names = [r.name for r in run.regions]
+    assert names == ["in", "scale", "shift", "mean", "var", "imm", "out"]
+    assert all(r.addr % 256 == 0 for r in run.regions)
+    # the imm buffer is the op library's getImmSpSize for this slice
+    p = TensorType((40,), "f32")
+    op = build("BatchNorm_Inference", TensorType((2, 3, 40), "f16"), p, p, p, p)
+    imm = next(r for r in run.regions if r.name == "imm")
+    assert imm.nbytes == BN.imm_bytes(op, BN.temporal_slice_shape(op))
+
+
+def test_fp32_skips_the_conversions() -> None:
+    x, *params = _data((2, 4, 8))
+    run = batchnorm_flow(x, *params, dtype="f32")
+    skipped = [s.index for s in run.steps if s.skipped]
+    assert skipped == [1, 2, 9, 10]
+    assert run.steps[7].region == "out"
+    tf = batchnorm_flow(x, *params, dtype="tf32")
+    assert [s.index for s in tf.steps if s.skipped] == [1, 2, 10]
+    assert np.array_equal(tf.output, round_to(tf.output, "tf32"))
+
+
+def test_vuv_and_its_loop() -> None:
+    spm = Spm()
+    spm.alloc("src", 4 * 256, "f32", (256,))
+    spm.alloc("unit", 4 * 128, "f32", (128,))
+    src = np.arange(256, dtype=np.float32)
+    unit = np.arange(128, dtype=np.float32) + 1
+    spm.f32(0, 256)[:] = src
+    spm.f32(1024, 128)[:] = unit
+    vuv_loop(spm, "mul", 0, 0, 1024, 128, 64, 256, 128)
+    # chunk j of 128 source elements against unit chunk j of 64, repeated twice
+    want = src.reshape(2, 2, 64) * unit.reshape(2, 1, 64)
+    np.testing.assert_array_equal(spm.f32(0, 256), want.reshape(-1))
+    assert [i.name for i in spm.issued] == ["VuV_mul_loop"]
+
+
+def test_vuv_loop_checks_the_seed_condition() -> None:
+    spm = Spm()
+    spm.alloc("a", 4 * 512, "f32", (512,))
+    with pytest.raises(Tx8labError, match="VuV_mul_loop: unit_elem_num must be 64"):
+        vuv_loop(spm, "mul", 0, 0, 0, 128, 32, 256, 64)
+    with pytest.raises(Tx8labError, match=r"full_src_elem_num / full_unit_elem_num =="):
+        vuv_loop(spm, "mul", 0, 0, 0, 128, 64, 256, 192)
+    with pytest.raises(Tx8labError, match="VuV_add: src_elem_num 10 must be a multiple"):
+        vuv(spm, "add", 0, 0, 0, 10, 4)
+
+
+def test_bad_inputs_are_named() -> None:
+    x, *params = _data((2, 8))
+    with pytest.raises(Tx8labError, match="rank 2, 3 or 4"):
+        batchnorm_flow(x.reshape(16), *params)
+    with pytest.raises(Tx8labError, match="BatchNorm input dtype 'i8'"):
+        batchnorm_flow(x, *params, dtype="i8")
+    with pytest.raises(Tx8labError, match=r"BatchNorm mean: must be \[8\]"):
+        batchnorm_flow(x, params[0], params[1], np.zeros(7), params[3])
