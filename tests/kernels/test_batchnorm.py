@@ -2,18 +2,35 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.core.ops.ophelpers import build
+from tx8lab.core import zoo
 from tx8lab.core.dtypes import round_to, to_bits_image
-from tx8lab.core.ir import TensorType
+from tx8lab.core.ir import Op, TensorType
 from tx8lab.core.layouts import element_offset_bits, layout_for, pack
 from tx8lab.core.ops import OPS
+from tx8lab.core.schedule.slicing import default_strategy
+from tx8lab.core.schedule.tasks import OpStrategy
 from tx8lab.errors import Tx8labError
-from tx8lab.kernels.batchnorm import Spm, batchnorm_flow, vuv, vuv_loop
+from tx8lab.hw import TX81
+from tx8lab.kernels.batchnorm import (
+    Spm,
+    batchnorm_flow,
+    buffer_plan,
+    main_c,
+    main_c_for_group,
+    main_loop,
+    vuv,
+    vuv_loop,
+)
 
 BN = OPS["tx8be.BatchNorm_Inference"]
 #: mantissa bits of each output type: the flow (fp32) and the reference (float64) may
@@ -187,3 +204,108 @@ def test_bad_inputs_are_named() -> None:
         batchnorm_flow(x, *params, dtype="i8")
     with pytest.raises(Tx8labError, match=r"BatchNorm mean: must be \[8\]"):
         batchnorm_flow(x, params[0], params[1], np.zeros(7), params[3])
+
+
+# ----------------------------------------------------------------- main.c and its loop
+GOLDEN = Path(__file__).parent / "golden_batchnorm"
+
+#: The seed's structs (L_SHAPE, G_SHAPE, TSR) and the calls main.c makes, to compile it.
+OPLIB_H = """
+#include <stdint.h>
+#define MAX_SHAPE_DIM 8
+typedef enum { Fmt_FP16, Fmt_BF16, Fmt_FP32, Fmt_TF32 } Data_Format;
+typedef struct L_SHAPE {
+    int32_t shape_whole[MAX_SHAPE_DIM]; int32_t shape_start[MAX_SHAPE_DIM];
+    int32_t shape_slice[MAX_SHAPE_DIM]; int32_t shape_real[MAX_SHAPE_DIM]; int32_t dim;
+} L_SHAPE;
+typedef struct G_SHAPE {
+    int32_t spatial_start[MAX_SHAPE_DIM]; int32_t spatial_end[MAX_SHAPE_DIM];
+    int32_t dynamic_offset[MAX_SHAPE_DIM]; int32_t shape[MAX_SHAPE_DIM]; int32_t dim;
+    int32_t done; int32_t batch_offset[MAX_SHAPE_DIM];
+} G_SHAPE;
+typedef struct TSR { Data_Format format; uint64_t addr; L_SHAPE* shape; } TSR;
+typedef struct { float epsilon; } BATCHNORM_INFER_PARAM;
+uint64_t op_dma_load(TSR *t, G_SHAPE *g);
+uint64_t op_store_var_ncx(TSR *t, G_SHAPE *g);
+uint64_t op_batchnorm_inference(BATCHNORM_INFER_PARAM *param, TSR *in, TSR *scale,
+    TSR *shift, TSR *mean, TSR *var, TSR *imm, TSR *out);
+"""
+
+
+def _seed_op(c: int = 129) -> Op:
+    p = TensorType((1, 1, 1, c), "f32")
+    return build("BatchNorm_Inference", TensorType((4, 112, 2, c), "f16"), p, p, p, p)
+
+
+def test_main_c_golden() -> None:
+    text = main_c(_seed_op(), OpStrategy((1, 1, 1, 2), (4, 2, 1, 1)), tile=1)
+    assert text == (GOLDEN / "main_tile1.c").read_text()
+
+
+def test_main_c_compiles(tmp_path: Path) -> None:
+    gcc = shutil.which("gcc") or shutil.which("cc")
+    assert gcc, "a C compiler is part of the dev environment (build-essential)"
+    (tmp_path / "tx8be_oplib.h").write_text(OPLIB_H)
+    src = tmp_path / "main.c"
+    src.write_text(main_c(_seed_op(), OpStrategy((1, 1, 1, 4), (2, 1, 1, 1)), tile=3))
+    done = subprocess.run(
+        [gcc, "-std=c11", "-Wall", "-Werror", "-fsyntax-only", "-I", str(tmp_path), str(src)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_main_c_follows_the_slice_shape_and_the_plan() -> None:
+    op = _seed_op()
+    strategy = OpStrategy((1, 1, 1, 16), (2, 4, 1, 1))
+    assert BN.temporal_slice_shape(op, strategy).operands[0] == (2, 28, 2, 9)
+    text = main_c(op, strategy, tile=0)
+    assert " * slice 2x28x2x9 (temporalSliceShape), 8 iterations, channels [0, 9)\n" in text
+    # C = 129 over 16 tiles of 9: tile 14 holds the last 3 channels, tile 15 none
+    last = main_c(op, strategy, tile=14)
+    assert "slice 2x28x2x3 (temporalSliceShape), 8 iterations, channels [126, 129)" in last
+    imm = next(r for r in buffer_plan((2, 28, 2, 3), "f16") if r.name == "imm")
+    assert f"TSR imm = {{Fmt_FP32, 0x{imm.addr:05x}, &in_shape}};" in last
+    with pytest.raises(Tx8labError, match="tile 15 gets no channel of C = 129"):
+        main_c(op, strategy, tile=15)
+    with pytest.raises(Tx8labError, match="tile 16 is outside the sharding"):
+        main_c(op, strategy, tile=16)
+    with pytest.raises(Tx8labError, match=r"d3 .* cannot be split in time"):
+        main_c(op, OpStrategy((1, 1, 1, 1), (1, 1, 1, 2)))
+    relu = build("Relu", TensorType((2, 4), "f32"))
+    with pytest.raises(Tx8labError, match=r"is tx8be\.Relu, not tx8be\.BatchNorm_Inference"):
+        main_c(relu)
+
+
+def test_main_c_for_the_demo_group_uses_the_group_schedule() -> None:
+    from tests.core.test_slicing import grouped
+
+    group = grouped(zoo.batchnorm_demo())
+    (bn,) = [o for o in group.regions[0].ops if o.kind == "tx8be.BatchNorm_Inference"]
+    strategy = default_strategy(group, TX81).ops[bn.id]
+    assert main_c_for_group(group, TX81) == main_c(bn, strategy)
+    assert f"sharding {strategy.shard}, split {strategy.split}" in main_c_for_group(group, TX81)
+
+
+@pytest.mark.parametrize("dtype", ["f16", "f32"])
+def test_main_loop_equals_one_call_on_the_whole_input(dtype: str) -> None:
+    x, *params = _data((4, 6, 2, 70))
+    loop = main_loop(x, *params, slice_shape=(1, 4, 2, 70), dtype=dtype)
+    assert len(loop.runs) == 4 * 2  # N in 4, H in 2 (the last H slice is 2 rows)
+    assert loop.starts[:3] == ((0, 0, 0, 0), (0, 4, 0, 0), (1, 0, 0, 0))
+    assert loop.runs[1].shape == (1, 2, 2, 70)
+    whole = batchnorm_flow(x, *params, dtype=dtype)
+    np.testing.assert_array_equal(loop.output, whole.output)
+    with pytest.raises(Tx8labError, match="its whole C = 70"):
+        main_loop(x, *params, slice_shape=(1, 4, 2, 35), dtype=dtype)
+
+
+def test_reusing_var_without_reloading_it_goes_wrong() -> None:
+    """Why main.c reloads variance each iteration: steps 4-5 overwrite it in place."""
+    x, scale, shift, mean, var = _data((2, 3, 16))
+    first = batchnorm_flow(x, scale, shift, mean, var, dtype="f32")
+    overwritten = first.steps[4].values  # var after step 5: rsqrt(var + eps)
+    again = batchnorm_flow(x, scale, shift, mean, overwritten, dtype="f32")
+    assert not np.allclose(again.output, first.output)

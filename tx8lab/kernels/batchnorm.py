@@ -45,6 +45,12 @@ Readings chosen where the seed is vague:
 - **Steps 4 and 5 overwrite ``var``**, so a loop that runs the op again must reload it:
   that is why the seed's main.c loads mean/variance inside the loop. :func:`main_loop`
   does the same.
+- **main.c** (:func:`main_c`) is the text for one tile: the seed's pseudo-code loop with
+  the seed's struct names (``L_SHAPE``, ``G_SHAPE``, ``TSR``, ``varience`` as spelled), the
+  buffers of :func:`buffer_plan` for the op library's ``temporal_slice_shape``, tile ``t``
+  taking channels ``[t*ceil(C/shard), ...)`` (a tile left without channels is an error),
+  and ``op_dma_load`` advancing ``shape_start`` over the split grid (last dim fastest)
+  until it sets ``done``. :func:`main_loop` executes that loop with the numpy flow.
 - A step's ``values`` are what its buffer holds in the buffer's current format (fp16 bits
   in the low halves after step 1, fp32 after step 2, ...), in the slice's logical shape.
 """
@@ -62,8 +68,11 @@ import numpy.typing as npt
 
 from tx8lab.core.attrs import LayoutMode
 from tx8lab.core.dtypes import FLOAT_DTYPES, bits_of, from_bits_image, round_to, to_bits_image
+from tx8lab.core.ir import Op
 from tx8lab.core.layouts import BATCH_ALIGN_BITS, Geometry, geometry, layout_for, pack, slot_map
+from tx8lab.core.schedule.tasks import OpStrategy
 from tx8lab.errors import Tx8labError
+from tx8lab.hw.config import ChipConfig
 
 Array = npt.NDArray[Any]
 
@@ -407,6 +416,29 @@ def _vuv_batches(spm: Spm, op: str, src: int, dst: int, unit: int, geo: Geometry
     return out
 
 
+def buffer_plan(shape: Sequence[int], dtype: str) -> tuple[Region, ...]:
+    """The SPM buffers of one slice: in, scale, shift, mean, var, imm, out (module doc).
+
+    Examples:
+        >>> [(r.name, r.addr, r.nbytes) for r in buffer_plan((2, 1, 2, 131), "f16")]
+        ... # doctest: +NORMALIZE_WHITESPACE
+        [('in', 0, 1296), ('scale', 1536, 528), ('shift', 2304, 528), ('mean', 3072, 528),
+         ('var', 3840, 528), ('imm', 4608, 2592), ('out', 7424, 1296)]
+    """
+    shape = tuple(int(d) for d in shape)
+    _check_input(shape, dtype)
+    c = shape[-1]
+    in_bytes = -(-geometry(shape, dtype, layout_for(shape, aligned=True)).footprint_bits // 8)
+    param_bytes = -(-geometry((c,), "f32", LayoutMode.Cx).footprint_bits // 8)
+    spm = Spm()
+    spm.alloc("in", in_bytes, dtype, shape)
+    for name in ("scale", "shift", "mean", "var"):
+        spm.alloc(name, param_bytes, "f32", (c,))
+    spm.alloc("imm", 2 * in_bytes, "f32", shape)  # seed: 2 x sizeof(input)
+    spm.alloc("out", in_bytes, dtype, shape)
+    return tuple(spm.regions.values())
+
+
 def batchnorm_flow(
     x: npt.ArrayLike,
     scale: npt.ArrayLike,
@@ -437,16 +469,10 @@ def batchnorm_flow(
     layout = layout_for(shape, aligned=True)
     in_image = pack(values, dtype, layout)
     geo = geometry(shape, "f32", layout)  # imm_a: the fp32 image of the slice
-    ugeo = geometry((c,), "f32", LayoutMode.Cx)  # the parameters: C fp32, tail padded
     spm = Spm()
-    spm.alloc("in", len(in_image), dtype, shape)
-    for name in ("scale", "shift", "mean", "var"):
-        spm.alloc(name, -(-ugeo.footprint_bits // 8), "f32", (c,))
-    imm = spm.alloc("imm", 2 * len(in_image), "f32", shape)
-    out = spm.alloc("out", len(in_image), dtype, shape)
-    f32_bytes = -(-geo.footprint_bits // 8)
-    if f32_bytes > imm.nbytes and wide:  # cannot happen: 2x a 16-bit image holds its fp32
-        raise Tx8labError(f"imm of {imm.nbytes} bytes cannot hold the fp32 slice {f32_bytes}")
+    for region in buffer_plan(shape, dtype):
+        spm.alloc(region.name, region.nbytes, region.dtype, region.shape)
+    imm, out = spm.regions["imm"], spm.regions["out"]
     # load (the main.c op_dma_load of the slice and the four parameters)
     spm.write("in", in_image)
     for name, vec in params.items():
@@ -556,3 +582,194 @@ def _decode_low(spm: Spm, addr: int, f32_off: Array, dtype: str, shape: tuple[in
     """The 16-bit values in the low halves of the 32-bit slots, in logical order."""
     raw = spm.mem[(addr + f32_off)[:, None] + np.arange(2)].tobytes()
     return from_bits_image(raw, dtype, len(f32_off)).astype(np.float32).reshape(shape)
+
+
+# ----------------------------------------------------------------- main.c
+@dataclass(frozen=True)
+class LoopRun:
+    """The main.c loop on one tile: one :class:`BatchNormRun` per temporal slice."""
+
+    output: Array
+    """The stored result, assembled from every slice."""
+    starts: tuple[tuple[int, ...], ...]
+    """Each iteration's ``shape_start`` (seed ``L_SHAPE``)."""
+    runs: tuple[BatchNormRun, ...]
+
+
+def slice_starts(
+    shape: Sequence[int], slice_shape: Sequence[int]
+) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """``(shape_start, shape_real)`` of every temporal slice, in load order (last dim fastest).
+
+    Examples:
+        >>> slice_starts((5, 4), (2, 4))
+        [((0, 0), (2, 4)), ((2, 0), (2, 4)), ((4, 0), (1, 4))]
+    """
+    counts = [-(-int(d) // int(s)) for d, s in zip(shape, slice_shape, strict=True)]
+    out = []
+    for idx in np.ndindex(*counts):
+        start = tuple(int(i) * int(s) for i, s in zip(idx, slice_shape, strict=True))
+        real = tuple(
+            min(int(s), int(d) - b) for s, d, b in zip(slice_shape, shape, start, strict=True)
+        )
+        out.append((start, real))
+    return out
+
+
+def main_loop(
+    x: npt.ArrayLike,
+    scale: npt.ArrayLike,
+    shift: npt.ArrayLike,
+    mean: npt.ArrayLike,
+    variance: npt.ArrayLike,
+    slice_shape: Sequence[int],
+    dtype: str = "f16",
+    epsilon: float = 1e-6,
+) -> LoopRun:
+    """Seed main.c: ``while (!input_done)`` load the slice and the parameters, compute, store.
+
+    ``slice_shape`` cuts N, H, W only (the op's rule); C must be whole.
+
+    Raises:
+        Tx8labError: the slice cuts C or does not match ``x``'s rank.
+    """
+    values = round_to(np.asarray(x), dtype)
+    shape = tuple(int(d) for d in values.shape)
+    slice_shape = tuple(int(d) for d in slice_shape)
+    if len(slice_shape) != len(shape) or slice_shape[-1] != shape[-1] or min(slice_shape) < 1:
+        raise Tx8labError(
+            f"BatchNorm main loop: slice {slice_shape} must have the input's rank and its whole "
+            f"C = {shape[-1]} (the op splits only N, H, W), input {shape}"
+        )
+    out = np.zeros(shape, dtype=values.dtype)
+    starts, runs = [], []
+    for start, real in slice_starts(shape, slice_shape):
+        window = tuple(slice(b, b + r) for b, r in zip(start, real, strict=True))
+        # load -> compute -> store; the parameters are loaded again every time because
+        # steps 4 and 5 overwrite var in place
+        run = batchnorm_flow(values[window], scale, shift, mean, variance, dtype, epsilon)
+        out[window] = run.output
+        starts.append(start)
+        runs.append(run)
+    return LoopRun(out, tuple(starts), tuple(runs))
+
+
+_FMT = {"f16": "Fmt_FP16", "bf16": "Fmt_BF16", "f32": "Fmt_FP32", "tf32": "Fmt_TF32"}
+
+
+def _c_array(values: Sequence[int]) -> str:
+    return "{" + ", ".join(str(int(v)) for v in values) + "}"
+
+
+def main_c(op: Op, strategy: OpStrategy | None = None, *, tile: int = 0) -> str:
+    """The main.c text of one tile for a ``tx8be.BatchNorm_Inference`` op (seed 001 loop).
+
+    The slice shape comes from the op library's ``temporal_slice_shape`` for ``strategy``
+    (None: the whole op in one step on one tile); tile ``tile`` takes its share of the C
+    sharding. The buffers are :func:`buffer_plan`'s.
+
+    Raises:
+        Tx8labError: not a BatchNorm_Inference op, a strategy the op does not accept, or a
+            tile outside the sharding.
+    """
+    from tx8lab.core.ops import OPS
+
+    if op.kind != "tx8be.BatchNorm_Inference":
+        raise Tx8labError(f"main_c: {op.label} is {op.kind}, not tx8be.BatchNorm_Inference")
+    entry = OPS[op.kind]
+    x = op.operands[0].type
+    rank = x.rank
+    strategy = strategy or OpStrategy((1,) * rank, (1,) * rank)
+    sl = entry.temporal_slice_shape(op, strategy)
+    tiles = math.prod(strategy.shard)
+    if not 0 <= tile < tiles:
+        raise Tx8labError(f"main_c: tile {tile} is outside the sharding {strategy.shard}")
+    c_per_tile = -(-x.shape[-1] // strategy.shard[-1])
+    c0 = tile * c_per_tile
+    c_real = min(c_per_tile, x.shape[-1] - c0)
+    if c_real <= 0:
+        raise Tx8labError(f"main_c: tile {tile} gets no channel of C = {x.shape[-1]}")
+    tile_shape = (*x.shape[:-1], c_real)
+    slice_shape = (*sl.operands[0][:-1], c_real)
+    iters = slice_starts(tile_shape, slice_shape)
+    plan = {r.name: r for r in buffer_plan(slice_shape, x.dtype)}
+    eps = float(entry.attr(op, "epsilon"))
+    pshape = (1,) * (rank - 1) + (c_real,)
+    pstart = (0,) * (rank - 1) + (c0,)
+    pwhole = (1,) * (rank - 1) + (x.shape[-1],)
+    lines = [
+        f"/* main.c for {op.kind} %{op.id} on tile {tile} (seed 001 load -> compute -> store)",
+        f" * input {'x'.join(map(str, x.shape))} {x.dtype} "
+        f"{layout_for(x.shape, aligned=True).value}, sharding {strategy.shard}, "
+        f"split {strategy.split}",
+        f" * slice {'x'.join(map(str, slice_shape))} (temporalSliceShape), "
+        f"{len(iters)} iterations, channels [{c0}, {c0 + c_real})",
+        f" * SPM: imm {plan['imm'].nbytes} bytes = 2 x sizeof(input {plan['in'].nbytes})",
+        " */",
+        '#include "tx8be_oplib.h"',
+        "",
+        f"static L_SHAPE in_shape = {{{_c_array(x.shape)}, {_c_array((0,) * (rank - 1) + (c0,))}, "
+        f"{_c_array(slice_shape)}, {_c_array(slice_shape)}, {rank}}};",
+        f"static L_SHAPE param_shape = {{{_c_array(pwhole)}, {_c_array(pstart)}, "
+        f"{_c_array(pshape)}, {_c_array(pshape)}, {rank}}};",
+        f"static G_SHAPE in_g = {{.spatial_start = {_c_array((0,) * (rank - 1) + (c0,))}, "
+        f".spatial_end = {_c_array([d - 1 for d in tile_shape[:-1]] + [c0 + c_real - 1])}, "
+        f".shape = {_c_array(x.shape)}, .dim = {rank}, .done = 0}};",
+        f"static G_SHAPE param_g = {{.spatial_start = {_c_array(pstart)}, "
+        f".spatial_end = {_c_array((0,) * (rank - 1) + (c0 + c_real - 1,))}, "
+        f".shape = {_c_array(pwhole)}, .dim = {rank}, .done = 0}};",
+        "static G_SHAPE out_g;",
+        "",
+        "int main(void) {",
+    ]
+    names = {"in": "input", "var": "varience"}
+    for name in ("in", "scale", "shift", "mean", "var", "imm", "out"):
+        r = plan[name]
+        fmt = _FMT[r.dtype]
+        shp = "&param_shape" if name in ("scale", "shift", "mean", "var") else "&in_shape"
+        lines.append(f"    TSR {names.get(name, name)} = {{{fmt}, 0x{r.addr:05x}, {shp}}};")
+    lines += [
+        f"    BATCHNORM_INFER_PARAM param = {{.epsilon = {eps!r}f}};",
+        "    uint64_t cycles = 0;",
+        "    int32_t input_done = 0;",
+        f"    while (!input_done) {{  /* {len(iters)} slices; op_dma_load advances "
+        "in_shape.shape_start */",
+        "        // load",
+        "        cycles += op_dma_load(&input, &in_g);",
+        "        input_done = in_g.done;",
+        "        cycles += op_dma_load(&scale, &param_g);",
+        "        cycles += op_dma_load(&shift, &param_g);",
+        "        cycles += op_dma_load(&mean, &param_g);",
+        "        cycles += op_dma_load(&varience, &param_g);  /* again: rsqrt overwrote it */",
+        "        // compute",
+        "        cycles += op_batchnorm_inference(&param, &input, &scale, &shift, &mean, "
+        "&varience, &imm, &out);",
+        "        // store",
+        "        cycles += op_store_var_ncx(&out, &out_g);",
+        "    }",
+        "    return 0;",
+        "}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main_c_for_group(group_op: Op, hw: ChipConfig, *, tile: int = 0) -> str:
+    """:func:`main_c` of the group's BatchNorm_Inference with the group schedule's strategy.
+
+    The strategy is ``tx8lab.core.schedule.slicing.default_strategy`` for ``hw``.
+
+    Raises:
+        Tx8labError: the group has no BatchNorm_Inference (or several).
+    """
+    from tx8lab.core.schedule.slicing import default_strategy
+
+    if group_op.kind != "tx8be.Group" or not group_op.regions:
+        raise Tx8labError(f"main_c_for_group: {group_op.label} is not a tx8be.Group")
+    bns = [o for o in group_op.regions[0].ops if o.kind == "tx8be.BatchNorm_Inference"]
+    if len(bns) != 1:
+        raise Tx8labError(
+            f"main_c_for_group: {group_op.label} holds {len(bns)} BatchNorm_Inference ops; "
+            "pass the op to main_c with its OpStrategy instead"
+        )
+    strategy = default_strategy(group_op, hw).ops[bns[0].id]
+    return main_c(bns[0], strategy, tile=tile)
