@@ -21,6 +21,13 @@ Readings chosen:
   one function needs two or more ``affine.for`` nests), prints one table per
   producer/consumer pair on stdout and, with ``--json``, writes the report of
   :func:`tx8lab.kernels.loop_fusion.report`; ``--print-fused`` appends the fused MLIR.
+- ``fa --shape B,N,S,D`` models the FlashAttention forward kernel on the chip
+  (:mod:`tx8lab.kernels.flash_attention.timeline`). With ``--block BR,BC`` it models that
+  tiling with ``--schedule`` (default ``board``: the calibrated board kernel's pipelining)
+  and ``--split`` (default ``bn``, whole heads per tile); without ``--block`` it searches
+  block sizes x schedules x splits and reports the best. ``--json`` writes
+  ``latency_ms`` (slowest tile's kernel body), ``busy_ms`` (per engine, busiest tile),
+  the split, template and tiling key; for the board's shape also the calibration table.
 """
 
 from __future__ import annotations
@@ -278,6 +285,95 @@ def _cmd_fuse(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _cmd_fa(args: argparse.Namespace, out: TextIO) -> int:
+    from dataclasses import replace
+
+    from tx8lab.hw import get_preset
+    from tx8lab.kernels.flash_attention.timeline import (
+        BOARD,
+        SCHEDULES,
+        FaConfig,
+        calibration,
+        model,
+        search,
+    )
+
+    shape = _ints(args.shape, 4, "--shape", "B,N,S,D e.g. 1,28,2048,128")
+    hw_overrides = _pairs(args.hw_set, "--hw-set", "tile.spm_bytes=2Mi")
+    hw = get_preset(args.hw)
+    if hw_overrides:
+        hw = hw.with_overrides(hw_overrides)
+    b, n, s, d = shape
+    pp, di, sync = SCHEDULES[args.schedule]
+    cfg = FaConfig(
+        b=b, n1=n, s1=s, d=d, s2=args.s2, n2=args.kv_heads, causal=args.causal,
+        dtype=args.dtype, pingpong=pp, double_issue=di, sync_issue=sync, split=args.split,
+    )  # fmt: skip
+    data: dict[str, Any]
+    if args.block:
+        br, bc = _ints(args.block, 2, "--block", "BR,BC e.g. 256,256")
+        result = model(replace(cfg, block=(br, bc)), hw)
+        data = result.as_dict()
+        data["searched"] = False
+        out.write(f"FlashAttention forward {shape} causal={args.causal} on {hw.name}\n")
+    else:
+        result, tried = search(cfg, hw)
+        data = result.as_dict()
+        data["searched"] = True
+        data["tried"] = [
+            {
+                "block": list(m.config.block),
+                "schedule": _schedule_name(m.config, SCHEDULES),
+                "split": m.config.split,
+                "latency_ms": m.latency_ms,
+            }
+            for m in sorted(tried, key=lambda m: m.latency_ms)
+        ]
+        out.write(f"searched {len(tried)} tilings; best:\n")
+    c = result.config
+    data["schedule"] = _schedule_name(c, SCHEDULES)
+    out.write(
+        f"  block {c.block[0]}x{c.block[1]}, schedule {data['schedule']}, split {c.split}, "
+        f"K/V resident {result.kv_resident}, SPM {result.spm_bytes:,} B\n"
+        f"  template {result.template}, tiling key {result.tiling_key}\n"
+        f"  latency {result.latency_ms:.3f} ms (slowest tile {result.busiest_tile}, "
+        f"{max(result.tile_pairs)} block pairs, load balance {100 * result.load_balance:.1f}%)\n"
+    )
+    busy = ", ".join(f"{k} {v:.3f}" for k, v in result.busy_ms.items())
+    out.write(f"  busy ms on that tile: {busy}\n")
+    if shape == BOARD["shape"] and args.causal:
+        rows = calibration(hw)
+        data["calibration"] = rows
+        out.write("  calibration (board tiling 256x256, schedule board, split bn):\n")
+        for row in rows:
+            out.write(
+                f"    {row['quantity']:<34}model {row['model_ms']:.3f} ms  "
+                f"board {row['board_ms']:.3f} ms  ratio {row['ratio']:.2f}\n"
+            )
+    if args.json:
+        from tx8lab.core.report import write_report
+
+        write_report(args.json, data)
+        out.write(f"report written to {args.json}\n")
+    return 0
+
+
+def _schedule_name(cfg: Any, schedules: dict[str, tuple[bool, bool, bool]]) -> str:
+    key = (cfg.pingpong, cfg.double_issue, cfg.sync_issue)
+    return next((name for name, value in schedules.items() if value == key), "custom")
+
+
+def _ints(text: str, count: int, flag: str, example: str) -> tuple[int, ...]:
+    parts = [p.strip() for p in str(text).split(",")]
+    try:
+        values = tuple(int(p) for p in parts)
+    except ValueError:
+        values = ()
+    if len(values) != count or any(v < 1 for v in values):
+        raise Tx8labError(f"{flag} {text!r}: write {count} positive integers, {example}")
+    return values
+
+
 def _show_num(value: Any) -> str:
     return "-" if value is None else str(value)
 
@@ -425,6 +521,47 @@ def build_parser() -> argparse.ArgumentParser:
         help="override a hardware field, e.g. tile.spm_bytes=2Mi (repeatable)",
     )
     fuse.set_defaults(func=_cmd_fuse)
+
+    fa = sub.add_parser(
+        "fa",
+        help="model the FlashAttention forward kernel on the chip (NE/CT timeline per tile)",
+        description=(
+            "Model FlashAttention forward on the TX8 tile model: C/V tiling, ping-pong, "
+            "cube double issue, core split. Without --block, search the tilings."
+        ),
+    )
+    fa.add_argument("--shape", required=True, metavar="B,N,S,D", help="query shape (BNSD)")
+    fa.add_argument("--causal", action="store_true", help="causal mask (prefill)")
+    fa.add_argument("--block", metavar="BR,BC", help="NE block (rows of Q, columns of K)")
+    fa.add_argument(
+        "--schedule",
+        choices=("board", "serial", "pingpong", "double-issue"),
+        default="board",
+        help="pipelining (default board: one buffer, kernel core joins on inputs)",
+    )
+    fa.add_argument(
+        "--split",
+        choices=("bn", "bns1"),
+        default="bn",
+        help="core split: whole heads (bn, default) or row blocks (bns1)",
+    )
+    fa.add_argument("--dtype", choices=("bf16", "f16", "f32"), default="bf16")
+    fa.add_argument("--s2", type=int, default=None, help="key length (default S)")
+    fa.add_argument("--kv-heads", type=int, default=None, help="key/value heads N2 (GQA)")
+    fa.add_argument("--json", metavar="OUT.json", help="write the JSON report")
+    fa.add_argument(
+        "--hw",
+        default=DEFAULT_PRESET,
+        metavar="PRESET",
+        help=f"hardware preset ({', '.join(sorted(PRESETS))})",
+    )
+    fa.add_argument(
+        "--hw-set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a hardware field, e.g. tile.command_issue_s=0.5e-6 (repeatable)",
+    )
+    fa.set_defaults(func=_cmd_fa)
 
     from tx8lab.core.schedule.alloc_cli import add_arguments as alloc_arguments
     from tx8lab.core.schedule.alloc_cli import cmd_alloc
