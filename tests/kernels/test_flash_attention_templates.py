@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tx8lab.errors import Tx8labError
+from tx8lab.hw.presets import TX81
 from tx8lab.kernels.flash_attention.templates import (
     KEY_FIELDS,
     TILINGKEYOFFSET,
@@ -19,6 +20,7 @@ from tx8lab.kernels.flash_attention.templates import (
     encode_tiling_key,
     forward_templates,
     forward_tiling_key,
+    tx8_limits,
 )
 
 
@@ -127,3 +129,14 @@ def test_forward_key_from_template_and_options() -> None:
 def test_bad_axis_is_named() -> None:
     with pytest.raises(Tx8labError, match="axis S1"):
         choose_forward_template(1, 1, 1, 0, 16)
+
+
+def test_tx8_limits_scale_the_ub_thresholds_with_the_spm() -> None:
+    lim = tx8_limits(TX81)
+    assert lim.cores == 16
+    assert (lim.s1_area, lim.ub_elems) == (8 * 64 * 1024, 8 * 128 * 1024)  # 3 MiB / 192 KiB
+    shape = (1, 1, 1, 600, 128)  # align16(600) * 128 = 77824
+    assert choose_forward_template(*shape).name == "S1"  # > 64K on Ascend
+    assert choose_forward_template(*shape, lim).name == "B"  # <= 512K on a TX81 tile
+    small = TX81.with_overrides({"tile.spm_bytes": "256Ki"})
+    assert tx8_limits(small).ub_elems == 128 * 1024  # below 2x the UB: the seed's numbers

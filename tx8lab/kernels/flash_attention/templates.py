@@ -32,16 +32,21 @@ Readings chosen where the seed is vague:
 - Key axes per template: S1S2 -> (S1, S2, NONE) as the seed's code; S1 -> (S1, NONE, NONE);
   B -> (B, NONE, B). Block NONE means the fused outer axes are split over the cores.
 - The seed's vector core count is Ascend's (48 AIV); on TX8 the cores are the chip's
-  tiles (``hw.tile_count``, 16). The UB thresholds (64K / 128K elements) are kept as the
-  seed's numbers; :class:`TemplateLimits` overrides them.
+  tiles (``hw.tile_count``, 16). :class:`TemplateLimits` defaults are the seed's numbers
+  (UB thresholds 64K / 128K elements); :func:`tx8_limits` adapts them to a TX8 tile: the
+  thresholds scale with the usable SPM over the Ascend UB (192 KiB, hw-fa-fusion §3.2),
+  rounded down to a power of two (x8 on TX81: 512K / 1M elements). The S1S2 condition
+  (S2 > 1024) and its 1024-wide S2 block stay: they come from the C block width.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from tx8lab.errors import Tx8labError
+from tx8lab.hw.config import ChipConfig
 
 TILINGKEYOFFSET = 10**19
 
@@ -151,6 +156,27 @@ class TemplateLimits:
     ub_elems: int = 128 * 1024
     s1s2_s1_inner: int = 64
     s1s2_s2_inner: int = 1024
+
+
+#: The Ascend UB the seed's thresholds were sized for (hw-fa-fusion §3.2: "UB 192 KiB").
+SEED_UB_BYTES = 192 * 1024
+
+
+def tx8_limits(hw: ChipConfig) -> TemplateLimits:
+    """The seed's thresholds scaled to a TX8 tile's usable SPM, cores = the chip's tiles.
+
+    Examples:
+        >>> from tx8lab.hw.presets import TX81
+        >>> lim = tx8_limits(TX81)
+        >>> lim.cores, lim.s1_area // 1024, lim.ub_elems // 1024
+        (16, 512, 1024)
+    """
+    ratio = hw.tile.spm_usable_bytes / SEED_UB_BYTES
+    scale = 2 ** max(0, math.floor(math.log2(ratio))) if ratio >= 1 else 1
+    seed = TemplateLimits()
+    return replace(
+        seed, cores=hw.tile_count, s1_area=seed.s1_area * scale, ub_elems=seed.ub_elems * scale
+    )
 
 
 @dataclass(frozen=True)
@@ -306,6 +332,7 @@ def forward_tiling_key(
 __all__ = [
     "AXIS",
     "KEY_FIELDS",
+    "SEED_UB_BYTES",
     "TILINGKEYOFFSET",
     "BackwardTemplate",
     "Template",
@@ -318,4 +345,5 @@ __all__ = [
     "encode_tiling_key",
     "forward_templates",
     "forward_tiling_key",
+    "tx8_limits",
 ]

@@ -61,10 +61,10 @@ from tx8lab.hw.config import ChipConfig
 from tx8lab.hw.cost import ct_cost, dma_cost, ne_cost, to_cycles
 from tx8lab.kernels.flash_attention.numerics import block_pairs
 from tx8lab.kernels.flash_attention.templates import (
-    TemplateLimits,
     choose_forward_template,
     encode_tiling_key,
     forward_tiling_key,
+    tx8_limits,
 )
 
 Engine = Literal["ld", "st", "ne", "ct", "kcore"]
@@ -482,7 +482,7 @@ def model(cfg: FaConfig, hw: ChipConfig) -> FaModel:
     busy_ms = {k: v / hw.clock_hz * 1e3 for k, v in worst.busy.items()}
     mean = sum(tile_pairs) / tiles
     tmpl = choose_forward_template(
-        cfg.b, cfg.kv_heads, cfg.n1 // cfg.kv_heads, cfg.s1, cfg.keys, TemplateLimits(cores=tiles)
+        cfg.b, cfg.kv_heads, cfg.n1 // cfg.kv_heads, cfg.s1, cfg.keys, tx8_limits(hw)
     )
     key = forward_tiling_key(tmpl, dtype=cfg.dtype, causal=cfg.causal, double_buffer=cfg.pingpong)
     return FaModel(
