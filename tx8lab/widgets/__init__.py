@@ -10,6 +10,10 @@ widgets and notebooks imports this package (DESIGN.md §1).
 - :class:`KnobPanel` (``knob_panel.py``): controls generated from the pass knobs and the
   hardware preset; a change re-runs only the passes after it (``Explorer`` cache) and
   updates the linked views, with the measured times.
+- :class:`SpmGantt` (``spm_gantt.py``): a group's SPM buffers in time x offset, two
+  allocators side by side; :class:`TimelineView` / :class:`ScheduleView`
+  (``timeline.py``): the sw-pipeline timeline per engine, one time cursor shared with the
+  Gantt and a GraphView. Figures headless: :func:`spm_gantt_figure`, :func:`timeline_figure`.
 - Pure parts usable headless: :func:`module_to_dot` (``graph_dot.py``), :func:`render_svg`
   (``render.py``), overlays (``overlays.py``), :func:`graph_diff` (``diff.py``);
   measured figures in ``bench.py`` (``figures()``).
@@ -29,7 +33,14 @@ from tx8lab.widgets.overlays import (
     numeric_overlay,
 )
 from tx8lab.widgets.render import render_svg, restyle_svg
+from tx8lab.widgets.spm_gantt import (
+    SpmGantt,
+    compare_allocations,
+    group_schedule,
+    spm_gantt_figure,
+)
 from tx8lab.widgets.stepper import PassStepper
+from tx8lab.widgets.timeline import ScheduleView, TimelineView, timeline_figure
 
 __all__ = [
     "HW_FIELDS",
@@ -38,16 +49,23 @@ __all__ = [
     "KnobPanel",
     "Overlay",
     "PassStepper",
+    "ScheduleView",
+    "SpmGantt",
+    "TimelineView",
     "alignment_overlay",
     "category_overlay",
+    "compare_allocations",
     "created_by_overlay",
     "decisions_frame",
     "engine_overlay",
     "graph_diff",
     "group_overlay",
+    "group_schedule",
     "ir_diff_html",
     "module_to_dot",
     "numeric_overlay",
     "render_svg",
     "restyle_svg",
+    "spm_gantt_figure",
+    "timeline_figure",
 ]

@@ -1,0 +1,342 @@
+"""TimelineView and ScheduleView: a group's software pipeline in cycles, one shared time cursor.
+
+Spec: issue 7 item 5 and seed 001 "TS_SwPipelinePass" (getEnginsPipeline: each time step puts
+at most one task instance in each engine slot ld, ne, ct, st, tdma). :func:`timeline_figure`
+draws every :class:`~tx8lab.core.schedule.tasks.Slot` of a timeline as a horizontal bar on its
+engine's row, from its start to its end cycle, labelled with the task id and its Repeat
+iteration (``ne:%42[3]``); hover gives task id, IR op, engine, step, iteration, cycles and the
+cost formula. :class:`TimelineView` wraps it in a ``go.FigureWidget`` with a ``cursor`` trait;
+:class:`ScheduleView` holds a timeline and an :class:`~tx8lab.widgets.spm_gantt.SpmGantt` whose
+cursors are linked (``traitlets.link``) and, given a :class:`GraphView`, colours the ops whose
+tasks run at the cursor step.
+
+Readings chosen:
+
+- **Colour by Repeat iteration** (``color_by="iteration"``, default): one trace (legend
+  entry) per iteration index tuple, ``[i]`` or ``[i,j]`` for nested loops; tasks outside every
+  loop are grey ("no loop"). ``color_by="op"`` colours by IR op, as the SPM Gantt does.
+- **Cursor = a time step** (the unit the SPM Gantt and the allocator share); the timeline
+  shades the cycles that step spans (``[start of step, start of next step)``).
+  ``-1`` is none; values are clamped to ``[-1, steps - 1]``.
+- **Ops at the cursor** in a GraphView: a category overlay named ``schedule`` (each op's
+  engines at that step, e.g. ``ne``; ops of the group idle at that step ``idle``), added with
+  ``GraphView.add_overlay`` so the drawing is re-coloured without a new layout. Task ops that
+  are not in the drawn module (none in the default pipeline) are skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import ipywidgets
+import plotly.graph_objects as go
+import traitlets
+
+from tx8lab.core.pipeline import Step
+from tx8lab.core.schedule.pipeline import step_bounds
+from tx8lab.core.schedule.spm_alloc import Allocation
+from tx8lab.core.schedule.tasks import ENGINES, Buffer, Slot, Timeline
+from tx8lab.errors import Tx8labError
+from tx8lab.widgets.graph_view import GraphView
+from tx8lab.widgets.overlays import MISSING_COLOR, PALETTE, category_overlay
+from tx8lab.widgets.spm_gantt import (
+    CURSOR_COLOR,
+    SpmGantt,
+    TimeAxis,
+    compare_allocations,
+    group_schedule,
+    step_edges,
+)
+
+ColorBy = Literal["iteration", "op"]
+NO_LOOP = "no loop"
+"""Legend entry of task instances outside every Repeat."""
+_ITER_COLORS = tuple(c for c in PALETTE if c != "#cfcfcf")  # grey is for "no loop"
+
+
+def iteration_text(iteration: tuple[int, ...]) -> str:
+    """``[1,3]`` for a nested iteration, ``no loop`` outside loops.
+
+    Examples:
+        >>> iteration_text((2,)), iteration_text(()), iteration_text((1, 3))
+        ('[2]', 'no loop', '[1,3]')
+    """
+    return "[" + ",".join(str(i) for i in iteration) + "]" if iteration else NO_LOOP
+
+
+def _slot_key(timeline: Timeline, slot: Slot, color_by: ColorBy) -> str:
+    if color_by == "iteration":
+        return iteration_text(slot.iteration)
+    task = timeline.tasks.get(slot.task)
+    return "?" if task is None else f"%{task.op_id}"
+
+
+def timeline_figure(
+    timeline: Timeline,
+    *,
+    color_by: ColorBy = "iteration",
+    cursor: int = -1,
+    title: str | None = None,
+    height: int = 300,
+) -> go.Figure:
+    """Every slot of ``timeline`` as a bar on its engine row, in cycles (see module doc)."""
+    if color_by not in ("iteration", "op"):
+        raise Tx8labError(f"color_by={color_by!r}: use 'iteration' or 'op'")
+    groups: dict[str, list[Slot]] = {}
+    for slot in timeline.slots:
+        groups.setdefault(_slot_key(timeline, slot, color_by), []).append(slot)
+    keys = sorted(groups, key=lambda k: (k != NO_LOOP, len(k), k))
+    fig = go.Figure()
+    hover = (
+        "<b>%{customdata[0]}</b> %{customdata[1]} on %{y}, step %{customdata[2]}"
+        "<br>op %{customdata[3]} %{customdata[7]}"
+        "<br>cycles [%{customdata[4]:,}, %{customdata[5]:,}): %{x:,}"
+        "<br>%{customdata[6]}<extra>%{fullData.name}</extra>"
+    )
+    color_index = 0
+    for key in keys:
+        slots = groups[key]
+        if key == NO_LOOP:
+            color = MISSING_COLOR
+        else:
+            color = _ITER_COLORS[color_index % len(_ITER_COLORS)]
+            color_index += 1
+        custom = []
+        for s in slots:
+            task = timeline.tasks.get(s.task)
+            custom.append(
+                (
+                    s.task,
+                    "" if not s.iteration else iteration_text(s.iteration),
+                    s.step,
+                    "?" if task is None else f"%{task.op_id}",
+                    s.start,
+                    s.end,
+                    "" if task is None else task.explain,
+                    "" if task is None or not task.stage else f"({task.stage})",
+                )
+            )
+        fig.add_trace(
+            go.Bar(
+                orientation="h",
+                base=[s.start for s in slots],
+                x=[s.end - s.start for s in slots],
+                y=[s.engine for s in slots],
+                text=[s.task + ("" if not s.iteration else iteration_text(s.iteration))
+                      for s in slots],
+                textposition="inside",
+                insidetextanchor="middle",
+                name=key,
+                marker={"color": color, "line": {"color": "#555", "width": 0.5}},
+                customdata=custom,
+                hovertemplate=hover,
+                meta={"role": "slot"},
+            )
+        )  # fmt: skip
+    used = [e for e in ENGINES if any(s.engine == e for s in timeline.slots)] or list(ENGINES)
+    fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(used)), title_text="engine")
+    fig.update_xaxes(title_text="cycles", range=[0, max(timeline.makespan, 1)])
+    fig.update_layout(
+        barmode="overlay",
+        bargap=0.25,
+        height=height,
+        title=title
+        or (
+            f"group %{timeline.group_id}: {timeline.steps} steps, "
+            f"{timeline.makespan:,} cycles, {timeline.retracted} retracted"
+        ),
+        uniformtext={"minsize": 8, "mode": "hide"},
+        legend={"title": {"text": "iteration" if color_by == "iteration" else "IR op"}},
+        hovermode="closest",
+        margin={"t": 50, "l": 60, "r": 20, "b": 40},
+    )
+    set_timeline_cursor(fig, timeline, cursor)
+    return fig
+
+
+def set_timeline_cursor(fig: go.Figure, timeline: Timeline, cursor: int) -> None:
+    """Shade the cycles of time step ``cursor`` (-1: remove the shading)."""
+    shapes: list[Any] = [s for s in fig.layout.shapes if s.name != "cursor"]
+    if cursor >= 0:
+        edges = step_edges(timeline)
+        shapes.append(
+            go.layout.Shape(
+                type="rect",
+                name="cursor",
+                xref="x",
+                yref="y domain",
+                x0=edges[cursor],
+                x1=edges[cursor + 1],
+                y0=0,
+                y1=1,
+                fillcolor=CURSOR_COLOR,
+                line={"width": 0},
+                layer="above",
+            )
+        )
+    fig.layout.shapes = shapes
+
+
+def running_at(timeline: Timeline, step: int) -> list[dict[str, Any]]:
+    """The task instances of time step ``step``: task, op id, engine, iteration, cycles."""
+    out = []
+    for s in timeline.slots:
+        if s.step == step:
+            task = timeline.tasks.get(s.task)
+            out.append(
+                {
+                    "task": s.task,
+                    "op": None if task is None else task.op_id,
+                    "engine": s.engine,
+                    "iteration": list(s.iteration),
+                    "start": s.start,
+                    "end": s.end,
+                }
+            )
+    return out
+
+
+class TimelineView(ipywidgets.VBox):  # type: ignore[misc]
+    """A group's pipeline timeline as a live plotly figure with a time ``cursor``."""
+
+    cursor = traitlets.Int(-1).tag(sync=True)
+    """Time step shaded (-1: none). Set from Python or a linked view (clamped)."""
+    steps = traitlets.Int(0).tag(sync=True)
+    """Time steps of the timeline (set by Python)."""
+    running = traitlets.List(traitlets.Dict()).tag(sync=True)
+    """:func:`running_at` the cursor step (set by Python)."""
+
+    def __init__(
+        self, timeline: Timeline, *, color_by: ColorBy = "iteration", cursor: int = -1,
+        **kwargs: Any,
+    ) -> None:  # fmt: skip
+        self.timeline = timeline
+        """The timeline drawn (Python only)."""
+        self.figure = go.FigureWidget(timeline_figure(timeline, color_by=color_by))
+        """The live figure (a ``go.FigureWidget``)."""
+        super().__init__(children=[self.figure], **kwargs)
+        self.steps = timeline.steps
+        self.cursor = cursor
+
+    @classmethod
+    def from_step(
+        cls, step: Step | Sequence[Step], group_id: int | None = None, **kwargs: Any
+    ) -> TimelineView:
+        """The timeline of a group (default: the biggest) from a group-cost step or trace."""
+        return cls(group_schedule(step, group_id).timeline, **kwargs)
+
+    @traitlets.validate("cursor")
+    def _valid_cursor(self, proposal: Any) -> int:
+        return max(-1, min(int(proposal["value"]), self.steps - 1))
+
+    @traitlets.observe("cursor")
+    def _cursor_changed(self, change: Any) -> None:
+        with self.figure.batch_update():
+            set_timeline_cursor(self.figure, self.timeline, change["new"])
+        self.running = running_at(self.timeline, change["new"])
+
+
+class ScheduleView(ipywidgets.VBox):  # type: ignore[misc]
+    """A slider over time steps driving a linked timeline, SPM Gantt and (optional) GraphView."""
+
+    cursor = traitlets.Int(-1).tag(sync=True)
+    """The shared time step (-1: none); set by the slider, Python or either figure's owner."""
+    running_ops = traitlets.List(traitlets.Int()).tag(sync=True)
+    """IR op ids with a task at the cursor step (set by Python)."""
+
+    def __init__(
+        self,
+        timeline: Timeline,
+        allocations: Allocation | Mapping[str, Allocation],
+        buffers: Mapping[str, Buffer] | None = None,
+        *,
+        graph_view: GraphView | None = None,
+        time_axis: TimeAxis = "steps",
+        color_by: ColorBy = "iteration",
+        cursor: int = 0,
+        **kwargs: Any,
+    ) -> None:
+        self.timeline_view = TimelineView(timeline, color_by=color_by)
+        """The timeline (its ``cursor`` is linked to this view's)."""
+        self.gantt = SpmGantt(allocations, buffers, timeline=timeline, time_axis=time_axis)
+        """The SPM Gantt (its ``cursor`` is linked to this view's)."""
+        self.graph_view = graph_view
+        """The GraphView re-coloured with the ops running at the cursor, if given."""
+        self.slider = ipywidgets.IntSlider(
+            value=max(cursor, 0), min=-1, max=timeline.steps - 1, description="time step",
+            continuous_update=True, layout=ipywidgets.Layout(width="100%"),
+        )  # fmt: skip
+        self.info = ipywidgets.HTML()
+        self._group_ops = sorted({t.op_id for t in timeline.tasks.values()})
+        children: list[Any] = [self.slider, self.info, self.timeline_view, self.gantt]
+        super().__init__(children=children, **kwargs)
+        self._links = [
+            traitlets.link((self, "cursor"), (self.slider, "value")),
+            traitlets.link((self, "cursor"), (self.timeline_view, "cursor")),
+            traitlets.link((self, "cursor"), (self.gantt, "cursor")),
+        ]
+        self.cursor = cursor
+        self._cursor_changed({"new": self.cursor})
+
+    @classmethod
+    def from_step(
+        cls,
+        step: Step | Sequence[Step],
+        group_id: int | None = None,
+        *,
+        strategies: Sequence[str] = ("seed", "best"),
+        time_limit_s: float = 1.0,
+        **kwargs: Any,
+    ) -> ScheduleView:
+        """A group's timeline and SPM Gantt (allocators side by side) from a group-cost step."""
+        sched = group_schedule(step, group_id)
+        allocs = compare_allocations(sched.allocation, strategies, time_limit_s)
+        return cls(sched.timeline, allocs, sched.inp.buffers, **kwargs)
+
+    @property
+    def timeline(self) -> Timeline:
+        """The timeline shown."""
+        return self.timeline_view.timeline
+
+    @traitlets.validate("cursor")
+    def _valid_cursor(self, proposal: Any) -> int:
+        return max(-1, min(int(proposal["value"]), self.timeline.steps - 1))
+
+    @traitlets.observe("cursor")
+    def _cursor_changed(self, change: Any) -> None:
+        step = int(change["new"])
+        running = running_at(self.timeline, step)
+        self.running_ops = sorted({r["op"] for r in running if r["op"] is not None})
+        if step < 0:
+            self.info.value = "no time step selected"
+        else:
+            lo, hi = step_bounds(self.timeline)[step]
+            tasks = ", ".join(
+                f"{r['engine']}: {r['task']}"
+                + (iteration_text(tuple(r["iteration"])) if r["iteration"] else "")
+                for r in running
+            )
+            self.info.value = f"step {step}: cycles [{lo:,}, {hi:,}) &mdash; {tasks}"
+        if self.graph_view is not None:
+            known = self.graph_view.module.op_by_id()
+            values: dict[int, str] = {op: "idle" for op in self._group_ops if op in known}
+            for r in running:
+                if r["op"] in known:
+                    prev = values.get(r["op"], "idle")
+                    values[r["op"]] = r["engine"] if prev == "idle" else f"{prev}+{r['engine']}"
+            overlay = category_overlay(
+                "schedule", values, colors={"idle": "#eeeeee"}, order=["idle", *ENGINES]
+            )
+            self.graph_view.add_overlay(overlay, show=True)
+
+
+__all__ = [
+    "NO_LOOP",
+    "ScheduleView",
+    "TimelineView",
+    "iteration_text",
+    "running_at",
+    "set_timeline_cursor",
+    "timeline_figure",
+]
