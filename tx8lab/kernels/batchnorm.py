@@ -122,12 +122,13 @@ class Instr:
     args: tuple[tuple[str, Any], ...]
 
     def __str__(self) -> str:
-        inner = ", ".join(f"{k}={_fmt(v)}" for k, v in self.args)
+        inner = ", ".join(f"{k}={_fmt(k, v)}" for k, v in self.args)
         return f"{self.name}({inner})"
 
 
-def _fmt(value: Any) -> str:
-    return f"0x{value:x}" if isinstance(value, int) and value >= 4096 else str(value)
+def _fmt(key: str, value: Any) -> str:
+    """SPM addresses in hex, counts and scalars as they are."""
+    return f"0x{value:x}" if key in ("src", "dst", "unit") else str(value)
 
 
 @dataclass(frozen=True)
@@ -209,7 +210,7 @@ def vuv(
         >>> _ = spm.alloc("v", 32, "f32", (8,)), spm.alloc("u", 16, "f32", (4,))
         >>> spm.f32(0, 8)[:] = np.arange(8); spm.f32(256, 4)[:] = [1, 10, 100, 1000]
         >>> print(vuv(spm, "mul", 0, 0, 256, 8, 4)); spm.f32(0, 8).tolist()
-        VuV_mul(src=0, dst=0, unit=256, src_elem_num=8, unit_elem_num=4)
+        VuV_mul(src=0x0, dst=0x0, unit=0x100, src_elem_num=8, unit_elem_num=4)
         [0.0, 10.0, 200.0, 3000.0, 4.0, 50.0, 600.0, 7000.0]
     """
     if op not in _OPS:
