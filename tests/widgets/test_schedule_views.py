@@ -195,3 +195,22 @@ def test_widgets_from_step_and_errors() -> None:
         group_schedule(steps, 10**9)
     with pytest.raises(Tx8labError, match="time_axis"):
         spm_gantt_figure(gantt.allocations["seed"], time_axis="ms")  # type: ignore[arg-type]
+
+
+def test_an_allocator_that_does_not_fit_is_drawn_over_the_capacity() -> None:
+    steps = _resnet()
+    gc = next(s for s in steps if s.name == "group-cost")
+    capacity = TX81.tile.spm_usable_bytes
+    overflowing = []
+    for group in gc.result.artifacts["timelines"]:
+        allocs = compare_allocations(group_schedule(gc, group).allocation, time_limit_s=0.2)
+        if allocs["seed"].peak_bytes > capacity:
+            overflowing.append((group, allocs))
+    assert overflowing, "resnet50 batch 8 has a group that first fit cannot pack"
+    group, allocs = overflowing[0]
+    assert allocs["best"].peak_bytes <= capacity == allocs["seed"].capacity_bytes
+    fig = spm_gantt_figure(allocs)
+    assert _lines(fig, "capacity")["seed"] == capacity
+    assert max(r[3] for r in _rects(fig, "seed")) == allocs["seed"].peak_bytes > capacity
+    assert "does not fit" in fig.layout.annotations[0].text
+    assert fig.layout.yaxis.range[1] >= allocs["seed"].peak_bytes

@@ -24,7 +24,10 @@ Readings chosen:
   legend entry says so), so small groups stay readable.
 - **Second allocator.** :func:`compare_allocations` keeps the pipeline's allocation for its
   strategy and computes the other one from the same lifetimes and capacity
-  (``spm_alloc.allocate``; ``best`` with a short ``time_limit_s``).
+  (``spm_alloc.allocate``; ``best`` with a short ``time_limit_s``). A strategy whose
+  packing does not fit is packed again without a limit and drawn against the real
+  capacity, so the panel shows how far it overflows (its title says "does not fit"; its
+  ``capacity_bytes`` is the real one, so ``peak_bytes > capacity_bytes`` marks it).
 - **Cursor** ``-1`` means none; a step is shaded in every panel (a ``vrect`` named
   ``cursor``). Out-of-range values are clamped to ``[-1, steps - 1]``.
 """
@@ -32,7 +35,7 @@ Readings chosen:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import ipywidgets
@@ -101,7 +104,8 @@ def compare_allocations(
     for name in strategies:
         if name == allocation.strategy:
             out[name] = allocation
-        else:
+            continue
+        try:
             out[name] = allocate(
                 allocation.lifetimes,
                 allocation.capacity_bytes,
@@ -109,6 +113,16 @@ def compare_allocations(
                 time_limit_s=time_limit_s,
                 alignments=allocation.alignments,
             )
+        except Tx8labError:
+            # does not fit: pack without a limit to show how far it overflows
+            roomy = allocate(
+                allocation.lifetimes,
+                sum(lt.size for lt in allocation.lifetimes) * 2 + 1,
+                name,
+                time_limit_s=time_limit_s,
+                alignments=allocation.alignments,
+            )
+            out[name] = replace(roomy, capacity_bytes=allocation.capacity_bytes)
     return out
 
 
@@ -188,7 +202,7 @@ def spm_gantt_figure(
     capacity = max(a.capacity_bytes for a in panels.values())
     top_peak = max(a.peak_bytes for a in panels.values())
     full = top_peak >= capacity / 4
-    y_max = capacity * 1.03 if full else max(top_peak * 1.15, 1)
+    y_max = max(capacity, top_peak) * 1.03 if full else max(top_peak * 1.15, 1)
     ops: list[str] = []
     for df in frames.values():
         for op in df["op"].tolist():
@@ -196,7 +210,9 @@ def spm_gantt_figure(
                 ops.append(_op_key(op))
     colors = {op: PALETTE[i % len(PALETTE)] for i, op in enumerate(ops)}
     subtitles = [
-        f"{name}: peak {a.peak_bytes:,} B (bound {a.lower_bound_bytes:,} B, {a.status})"
+        f"{name}: peak {a.peak_bytes:,} B > capacity: does not fit"
+        if a.peak_bytes > a.capacity_bytes
+        else f"{name}: peak {a.peak_bytes:,} B (bound {a.lower_bound_bytes:,} B, {a.status})"
         for name, a in panels.items()
     ]
     fig = make_subplots(
