@@ -347,7 +347,7 @@ def _cmd_fa(args: argparse.Namespace, out: TextIO) -> int:
         out.write("  calibration (board tiling 256x256, schedule board, split bn):\n")
         for row in rows:
             out.write(
-                f"    {row['quantity']:<34}model {row['model_ms']:.3f} ms  "
+                f"    {row['quantity']:<36}model {row['model_ms']:.3f} ms  "
                 f"board {row['board_ms']:.3f} ms  ratio {row['ratio']:.2f}\n"
             )
     if args.json:

@@ -21,16 +21,42 @@ from tx8lab.kernels.flash_attention.numerics import (
     reference_forward,
     round_to,
 )
+from tx8lab.kernels.flash_attention.templates import (
+    TilingKey,
+    choose_backward_template,
+    choose_forward_template,
+    decode_tiling_key,
+    encode_tiling_key,
+)
+from tx8lab.kernels.flash_attention.timeline import (
+    FaConfig,
+    FaModel,
+    board_config,
+    calibration,
+    model,
+    search,
+)
 
 __all__ = [
     "Attention",
+    "FaConfig",
+    "FaModel",
     "ForwardResult",
     "GradResult",
+    "TilingKey",
     "block_pairs",
+    "board_config",
+    "calibration",
+    "choose_backward_template",
+    "choose_forward_template",
+    "decode_tiling_key",
     "dropout_mask",
+    "encode_tiling_key",
     "flash_backward",
     "flash_forward",
+    "model",
     "reference_backward",
     "reference_forward",
     "round_to",
+    "search",
 ]
