@@ -4,11 +4,13 @@
   reference and its analytic gradients;
 - :mod:`.templates` - the seed's FA / FAG templates and the tiling key (``GET_TILINGKEY``);
 - :mod:`.timeline` - C/V tiling, ping-pong, cube double issue, per-tile NE/CGRA timeline,
-  core split over the 16 tiles, calibration against the board and the block-size search.
+  core split over the 16 tiles, calibration against the board and the block-size search;
+- :mod:`.backward` - the same tile timeline for the backward pass (FAG).
 
 On TX8 the seed's Cube is the NE, its Vector the CGRA (CT), and its UB/L1 the SPM.
 """
 
+from tx8lab.kernels.flash_attention.backward import FagModel, fag_model
 from tx8lab.kernels.flash_attention.numerics import (
     Attention,
     ForwardResult,
@@ -41,6 +43,7 @@ __all__ = [
     "Attention",
     "FaConfig",
     "FaModel",
+    "FagModel",
     "ForwardResult",
     "GradResult",
     "TilingKey",
@@ -52,6 +55,7 @@ __all__ = [
     "decode_tiling_key",
     "dropout_mask",
     "encode_tiling_key",
+    "fag_model",
     "flash_backward",
     "flash_forward",
     "model",
