@@ -44,6 +44,17 @@ def test_without_block_searches_and_reports_the_best(
     assert "calibration" not in data  # not the board's shape
 
 
+def test_backward_at_the_same_tiling(tmp_path: Path) -> None:
+    out_json = tmp_path / "fa.json"
+    argv = ["fa", "--shape", "1,28,2048,128", "--causal", "--block", "256,256", "--backward"]
+    assert main([*argv, "--json", str(out_json)]) == 0
+    data = json.loads(out_json.read_text())
+    bwd = data["backward"]
+    assert bwd["template"] == "s1s2_bn2"
+    assert bwd["busy_ms"]["ne"] == pytest.approx(2.5 * data["busy_ms"]["ne"], rel=1e-3)
+    assert bwd["latency_ms"] > data["latency_ms"]
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

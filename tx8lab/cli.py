@@ -28,6 +28,7 @@ Readings chosen:
   block sizes x schedules x splits and reports the best. ``--json`` writes
   ``latency_ms`` (slowest tile's kernel body), ``busy_ms`` (per engine, busiest tile),
   the split, template and tiling key; for the board's shape also the calibration table.
+  ``--backward`` adds the backward pass (FAG) modelled at the same tiling.
 """
 
 from __future__ import annotations
@@ -341,6 +342,27 @@ def _cmd_fa(args: argparse.Namespace, out: TextIO) -> int:
     )
     busy = ", ".join(f"{k} {v:.3f}" for k, v in result.busy_ms.items())
     out.write(f"  busy ms on that tile: {busy}\n")
+    if args.backward:
+        from tx8lab.kernels.flash_attention.backward import fag_model
+
+        try:
+            bwd = fag_model(c, hw)
+        except Tx8labError as err:
+            data["backward"] = {"error": str(err)}
+            out.write(f"  backward at this tiling: {err}\n")
+        else:
+            data["backward"] = {
+                "latency_ms": bwd.latency_ms,
+                "busy_ms": bwd.busy_ms,
+                "tile_pairs": list(bwd.tile_pairs),
+                "load_balance": bwd.load_balance,
+                "spm_bytes": bwd.spm_bytes,
+                "template": bwd.template,
+            }
+            busy = ", ".join(f"{k} {v:.3f}" for k, v in bwd.busy_ms.items())
+            out.write(
+                f"  backward ({bwd.template}): latency {bwd.latency_ms:.3f} ms; busy ms {busy}\n"
+            )
     if shape == BOARD["shape"] and args.causal:
         rows = calibration(hw)
         data["calibration"] = rows
@@ -548,6 +570,9 @@ def build_parser() -> argparse.ArgumentParser:
     fa.add_argument("--dtype", choices=("bf16", "f16", "f32"), default="bf16")
     fa.add_argument("--s2", type=int, default=None, help="key length (default S)")
     fa.add_argument("--kv-heads", type=int, default=None, help="key/value heads N2 (GQA)")
+    fa.add_argument(
+        "--backward", action="store_true", help="also model the backward pass at that tiling"
+    )
     fa.add_argument("--json", metavar="OUT.json", help="write the JSON report")
     fa.add_argument(
         "--hw",
