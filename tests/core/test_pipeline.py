@@ -304,6 +304,30 @@ def test_explorer_reruns_only_from_the_changed_pass() -> None:
     assert dict(ex.run_count) == {"tag-a": 2, "tag-b": 3, "tag-c": 4}
 
 
+def test_explorer_compares_modules_once_per_cached_result(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import tx8lab.core.pipeline as pipeline
+
+    calls: list[int] = []
+    real = pipeline.same_module
+
+    def counting(a: Module, b: Module) -> bool:
+        calls.append(1)
+        return real(a, b)
+
+    monkeypatch.setattr(pipeline, "same_module", counting)
+    ex = Explorer(_module(), [TagA(), TagB()], HW)
+    assert [s.changed for s in ex.steps] == [True, True]
+    assert len(calls) == 2
+    ex.set_knob("tag-b.label", "y")
+    assert [s.changed for s in ex.steps] == [True, True]
+    assert len(calls) == 3  # tag-a's answer came with its cached result
+    ex.set_knob("tag-b.label", "x")
+    assert [s.changed for s in ex.steps] == [True, True]
+    assert len(calls) == 3  # both results cached, both answers too
+
+
 def test_explorer_reruns_everything_for_new_hw_or_module() -> None:
     ex = Explorer(_module(), [TagA(), TagB()], HW)
     _ = ex.steps

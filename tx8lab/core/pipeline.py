@@ -573,7 +573,7 @@ class Explorer:
         self._verify = verify
         self._until = until
         _until_index(self._passes, until)
-        self._cache: OrderedDict[tuple[Any, ...], tuple[PassResult, float]] = OrderedDict()
+        self._cache: OrderedDict[tuple[Any, ...], tuple[PassResult, float, Step]] = OrderedDict()
         self._cache_size = cache_size
         self._steps: list[Step] | None = None
         self.run_count: Counter[str] = Counter()
@@ -661,16 +661,22 @@ class Explorer:
             hit = self._cache.get(key)
             if hit is not None:
                 self._cache.move_to_end(key)
-                result, elapsed = hit
-                cached = True
+                result, elapsed, first = hit
+                step = Step(index, p, current, result, elapsed, True)
+                # ``changed`` compares two modules (it may print both): computed once per
+                # cached result, on the step that first asked
+                if "changed" in first.__dict__:
+                    step.__dict__["changed"] = first.__dict__["changed"]
+                else:
+                    self._cache[key] = (result, elapsed, step)
             else:
                 result, elapsed = execute(p, current, self._hw, verify=self._verify, index=index)
                 self.run_count[p.name] += 1
-                self._cache[key] = (result, elapsed)
+                step = Step(index, p, current, result, elapsed, False)
+                self._cache[key] = (result, elapsed, step)
                 while len(self._cache) > self._cache_size:
                     self._cache.popitem(last=False)
-                cached = False
-            steps.append(Step(index, p, current, result, elapsed, cached))
+            steps.append(step)
             current = result.module
         return steps
 
