@@ -17,6 +17,9 @@ Readings chosen:
   comment). Constant data above 1 KiB prints as ``dense_resource<__elided__>``.
 - ``--hw PRESET`` picks the chip, ``--hw-set key=value`` overrides one field
   (``tile.spm_bytes=2Mi``).
+- ``run --report OUT.html`` writes one standalone page
+  (:func:`tx8lab.widgets.report_html.write_html_report`); it needs the widgets extra and
+  says so when it is missing (core never imports widgets; only this flag does, lazily).
 - ``fuse NESTS.mlir`` reads every ``func.func`` of the file (MLIR affine dialect; at least
   one function needs two or more ``affine.for`` nests), prints one table per
   producer/consumer pair on stdout and, with ``--json``, writes the report of
@@ -184,7 +187,7 @@ def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
             f"{'yes' if step.changed else 'no':<8}{step.num_ops_after:>7}"
             f"{len(step.decisions):>11}\n"
         )
-    if args.json:
+    if args.json or args.report:
         report = build_report(
             module,
             steps,
@@ -195,12 +198,29 @@ def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
             hw_overrides=hw_overrides,
             until=args.until,
         )
+    if args.json:
         write_report(args.json, report)
         table.write(f"report written to {args.json}\n")
     if args.trace:
         _write_trace(args.trace, steps, hw)
         table.write(f"trace written to {args.trace} (open it in ui.perfetto.dev)\n")
+    if args.report:
+        seconds = _write_html(args.report, module, steps, hw, report)
+        table.write(f"HTML report written to {args.report} in {seconds:.2f} s\n")
     return 0
+
+
+def _write_html(path: str, module: Any, steps: Sequence[Any], hw: Any, report: Any) -> float:
+    """The standalone HTML page (needs the widgets extra); returns the seconds it took."""
+    try:
+        # the one lazy widgets import: only --report reaches it, core stays widget-free
+        from tx8lab.widgets.report_html import write_html_report  # noqa: TID251
+    except ImportError as err:
+        raise Tx8labError(
+            f"--report needs the widgets extra ({err.name or err} is missing): "
+            "pip install 'tx8lab[widgets]'"
+        ) from err
+    return write_html_report(path, module, steps, hw, report)["total"]
 
 
 def _write_trace(path: str, steps: Sequence[Any], hw: Any) -> None:
@@ -484,6 +504,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--trace",
         metavar="OUT.json",
         help="write a Chrome/Perfetto trace of the scheduled groups (needs group-cost)",
+    )
+    run.add_argument(
+        "--report",
+        metavar="OUT.html",
+        help="write a standalone HTML page: passes, graph, groups, timelines, SPM Gantts",
     )
     run.add_argument(
         "--hw",

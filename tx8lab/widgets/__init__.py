@@ -14,6 +14,9 @@ widgets and notebooks imports this package (DESIGN.md §1).
   allocators side by side; :class:`TimelineView` / :class:`ScheduleView`
   (``timeline.py``): the sw-pipeline timeline per engine, one time cursor shared with the
   Gantt and a GraphView. Figures headless: :func:`spm_gantt_figure`, :func:`timeline_figure`.
+- :func:`write_html_report` (``report_html.py``): the standalone HTML page of a run
+  (``tx8lab run --report``); :func:`mesh_figure` / :func:`mesh_frame` (``mesh.py``): a
+  group on the tile mesh (cycles, SPM peak, DMA bytes per tile).
 - Pure parts usable headless: :func:`module_to_dot` (``graph_dot.py``), :func:`render_svg`
   (``render.py``), overlays (``overlays.py``), :func:`graph_diff` (``diff.py``);
   measured figures in ``bench.py`` (``figures()``).
@@ -23,6 +26,7 @@ from tx8lab.widgets.diff import GraphDiff, decisions_frame, graph_diff, ir_diff_
 from tx8lab.widgets.graph_dot import module_to_dot
 from tx8lab.widgets.graph_view import GraphView
 from tx8lab.widgets.knob_panel import HW_FIELDS, KnobPanel
+from tx8lab.widgets.mesh import mesh_figure, mesh_frame
 from tx8lab.widgets.overlays import (
     Overlay,
     alignment_overlay,
@@ -33,6 +37,7 @@ from tx8lab.widgets.overlays import (
     numeric_overlay,
 )
 from tx8lab.widgets.render import render_svg, restyle_svg
+from tx8lab.widgets.report_html import write_html_report
 from tx8lab.widgets.spm_gantt import (
     SpmGantt,
     compare_allocations,
@@ -62,10 +67,13 @@ __all__ = [
     "group_overlay",
     "group_schedule",
     "ir_diff_html",
+    "mesh_figure",
+    "mesh_frame",
     "module_to_dot",
     "numeric_overlay",
     "render_svg",
     "restyle_svg",
     "spm_gantt_figure",
     "timeline_figure",
+    "write_html_report",
 ]

@@ -1,0 +1,162 @@
+"""The headless HTML report: one standalone page (graph SVG, tables, plotly figures)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.widgets.traces import trace_of
+from tx8lab import cli
+from tx8lab.core import zoo
+from tx8lab.core.ir import Module
+from tx8lab.core.passes import build_pipeline
+from tx8lab.core.pipeline import Step, run_pipeline
+from tx8lab.core.report import build_report
+from tx8lab.errors import Tx8labError
+from tx8lab.hw import TX81
+from tx8lab.widgets.render import svg_node_ids
+from tx8lab.widgets.report_html import (
+    costliest_groups,
+    group_table,
+    pass_table,
+    write_html_report,
+)
+
+FIGURE_DIV = 'class="plotly-graph-div"'
+
+
+def _run(name: str) -> tuple[Module, list[Step], dict[str, Any]]:
+    steps = trace_of(name)
+    module = steps[0].before
+    return module, steps, build_report(module, steps, TX81, model=name)
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory: pytest.TempPathFactory) -> str:
+    module, steps, report = _run("tiny_cnn")
+    path = tmp_path_factory.mktemp("report") / "tiny_cnn.html"
+    timings = write_html_report(path, module, steps, TX81, report)
+    assert timings["total"] > 0
+    return path.read_text(encoding="utf-8")
+
+
+def _section(page: str, heading: str) -> str:
+    start = page.index(f"<h2>{heading}")
+    end = page.find("<h2>", start + 4)
+    return page[start : end if end >= 0 else len(page)]
+
+
+def test_graph_svg_has_one_node_per_op_and_a_cluster_per_group(page: str) -> None:
+    final = trace_of("tiny_cnn")[-1].after
+    groups = {op.id for op in final.walk() if op.kind == "tx8be.Group"}
+    ops = {op.id for op in final.walk() if op.kind not in ("tx8be.Group", "tx8be.Return")}
+    ops -= {op.id for op in final.walk() if op.kind == "func.return"}
+    graph = _section(page, "Graph")
+    assert graph.count("<svg") == 1
+    assert "<?xml" not in page
+    assert "<!DOCTYPE svg" not in page
+    nodes = [int(i[2:]) for i in svg_node_ids(graph) if i.startswith("op")]
+    assert len(nodes) == len(set(nodes)) == len(ops) == final.num_ops - len(groups)
+    assert set(nodes) == ops
+    for gid in groups:
+        assert f'id="grp{gid}"' in graph
+
+
+def test_group_table_has_one_row_per_group(page: str) -> None:
+    _, _, report = _run("tiny_cnn")
+    table = _section(page, "Groups")
+    body = table[table.index("<tbody>") : table.index("</tbody>")]
+    assert body.count("<tr") == len(report["groups"]) == 5
+    for group in report["groups"]:
+        assert f"<td>%{group['id']}</td>" in body
+    df = group_table(report)
+    assert list(df["cycles"]) == [g["cycles"] for g in report["groups"]]
+    assert list(df["ops"]) == [len(g["ops"]) for g in report["groups"]]
+
+
+def test_pass_table_and_totals(page: str) -> None:
+    _, steps, report = _run("tiny_cnn")
+    df = pass_table(report)
+    assert list(df["pass"]) == [s.name for s in steps]
+    assert list(df["decisions"]) == [len(s.decisions) for s in steps]
+    for step in steps:
+        assert f"<td>{step.name}</td>" in _section(page, "Passes")
+    assert f"{report['total_cycles']:,}" in page
+    assert "tx8lab report: tiny_cnn" in page
+
+
+def test_costliest_groups_get_timeline_gantt_and_mesh(page: str) -> None:
+    _, _, report = _run("tiny_cnn")
+    top = costliest_groups(report, 3)
+    cycles = {g["id"]: g["cycles"] for g in report["groups"]}
+    assert len(top) == 3
+    assert [cycles[g] for g in top] == sorted(cycles.values(), reverse=True)[:3]
+    assert page.count(FIGURE_DIV) == 3 * 3  # timeline, SPM Gantt, mesh for each
+    positions = [page.index(f"<h3>Group %{gid}:") for gid in top]
+    assert positions == sorted(positions)
+
+
+def test_page_is_standalone(page: str) -> None:
+    assert page.startswith("<!DOCTYPE html>")
+    assert not re.search(r"<script[^>]*\bsrc\s*=", page, re.IGNORECASE)
+    assert not re.search(r"<link[^>]*\bhref\s*=\s*[\"']?https?:", page, re.IGNORECASE)
+    assert not re.search(r"<(img|iframe)[^>]*\bsrc\s*=\s*[\"']?https?:", page, re.IGNORECASE)
+    # plotly.js inlined exactly once, in the head
+    head = page[: page.index("<body>")]
+    assert head.count("<script") == 1
+    assert len(head) > 1_000_000
+    assert page.count("<script") == 1 + 9  # plus one newPlot call per figure
+
+
+def test_factor_space_is_announced_as_missing(page: str) -> None:
+    section = _section(page, "Factor space")
+    assert "does not exist yet" in section
+    assert FIGURE_DIV not in section
+
+
+def test_without_group_cost_the_page_says_so(tmp_path: Path) -> None:
+    module = zoo.build("tiny_cnn")
+    steps = list(run_pipeline(module, build_pipeline(), TX81, until="group"))
+    report = build_report(module, steps, TX81, model="tiny_cnn", until="group")
+    path = tmp_path / "early.html"
+    write_html_report(path, module, steps, TX81, report)
+    page = path.read_text(encoding="utf-8")
+    assert "group-cost did not run" in page
+    assert FIGURE_DIV not in page
+    assert svg_node_ids(page)
+
+
+def test_a_report_of_another_run_is_refused(tmp_path: Path) -> None:
+    module, steps, report = _run("tiny_cnn")
+    with pytest.raises(Tx8labError, match="build the report from the same run"):
+        write_html_report(tmp_path / "x.html", module, steps[:-1], TX81, report)
+
+
+def test_cli_writes_the_page_next_to_the_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "r.html"
+    js = tmp_path / "r.json"
+    assert cli.main(["run", "tiny_cnn", "--report", str(out), "--json", str(js)]) == 0
+    printed = capsys.readouterr().out
+    assert f"HTML report written to {out}" in printed
+    assert js.is_file()
+    page = out.read_text(encoding="utf-8")
+    assert "tx8lab report: tiny_cnn" in page
+    assert page.count(FIGURE_DIV) == 9
+
+
+def test_cli_report_without_the_widgets_extra_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "tx8lab.widgets.report_html", None)
+    out = tmp_path / "r.html"
+    assert cli.main(["run", "tiny_cnn", "--report", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--report needs the widgets extra" in err
+    assert "pip install 'tx8lab[widgets]'" in err
+    assert not out.exists()

@@ -1,0 +1,295 @@
+"""The headless report: one standalone HTML page for a pipeline run (``tx8lab run --report``).
+
+Spec: issue 7 item 8 ("``tx8lab run MODEL --report out.html`` writes a standalone HTML page
+with the graph, the per-group table, factor space, Gantt and timeline (plotly + inline SVG,
+no server, no internet)"). :func:`write_html_report` writes the page from the run's steps and
+the JSON report of :func:`tx8lab.core.report.build_report`.
+
+The page, top to bottom: the header (model, hardware preset, total cycles, latency, op
+counts), the pass table (name, wall ms, changed, ops, decisions), the graph of the final
+module as inline SVG coloured by group, the per-group table, then for the ``top`` costliest
+groups the pipeline timeline, the SPM Gantt (seed vs best allocator) and the mesh heatmap.
+
+Readings chosen:
+
+- **Standalone.** plotly.js is inlined once, in a ``<script>`` in the page head
+  (``plotly.offline.get_plotlyjs()``); every figure is a ``<div>`` written with
+  ``include_plotlyjs=False``. No ``src=`` or ``href=`` points outside the page, so it
+  opens offline from a file. The graph is the SVG Graphviz wrote, its XML prolog and
+  DOCTYPE dropped so it can sit in the HTML body.
+- **Graph overlay = group**, collapsed by group above ``COLLAPSE_ABOVE`` ops (the graph
+  view's rule), so a big model stays one readable drawing.
+- **Group table** rows are the report's groups (``report["groups"]``), in program order:
+  id, rule, ops (body op count, loads/stores included), tiles, cycles, SPM peak, limiting
+  engine and the loop counts above 1 (``STAGEIC2OC x4``). Without group-cost the cost
+  columns are empty and the page says the groups were not costed.
+- **Costliest groups** by ``cycles`` (ties: lower id first). The SPM Gantt compares the
+  pipeline's allocation with the other strategy (:func:`compare_allocations`: ``seed``
+  and ``best``, ``best`` limited to ``alloc_time_limit_s`` per group).
+- **Factor space** (issue 7 item 3) does not exist yet: the page says so in its place
+  rather than drawing something else.
+- **Timing.** The page ends with how long each part took to build (graph layout, figures),
+  so a slow report says where the time went.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.offline import get_plotlyjs
+
+from tx8lab.core.ir import Module
+from tx8lab.core.pipeline import Step
+from tx8lab.errors import Tx8labError
+from tx8lab.hw.config import ChipConfig
+from tx8lab.widgets.graph_dot import module_to_dot
+from tx8lab.widgets.mesh import mesh_figure
+from tx8lab.widgets.overlays import group_overlay
+from tx8lab.widgets.render import render_svg
+from tx8lab.widgets.spm_gantt import compare_allocations, group_schedule, spm_gantt_figure
+from tx8lab.widgets.timeline import timeline_figure
+
+#: Costliest groups that get a timeline, an SPM Gantt and a mesh heatmap.
+TOP_GROUPS = 3
+
+_CSS = """
+body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
+h1 { margin-bottom: 0.2em; } h2 { margin-top: 1.6em; border-bottom: 1px solid #ccc; }
+table.data { border-collapse: collapse; font-size: 13px; }
+table.data th, table.data td { border: 1px solid #ddd; padding: 2px 8px; text-align: right; }
+table.data th { background: #f3f3f3; }
+.totals td { padding: 2px 12px 2px 0; }
+.graph { overflow: auto; max-height: 900px; border: 1px solid #ddd; }
+.note { color: #555; font-style: italic; }
+"""
+
+_PROLOG_RE = re.compile(r"<\?xml[^>]*\?>\s*|<!DOCTYPE[^>]*>\s*", re.IGNORECASE)
+
+
+def _inline_svg(svg: str) -> str:
+    """The SVG without its XML prolog and DOCTYPE, ready to sit in HTML."""
+    return _PROLOG_RE.sub("", svg).strip()
+
+
+def pass_table(report: Mapping[str, Any]) -> pd.DataFrame:
+    """One row per pass: index, name, wall ms, changed, ops after, decisions."""
+    return pd.DataFrame.from_records(
+        [
+            {
+                "#": p["index"],
+                "pass": p["name"],
+                "wall ms": round(1e3 * float(p["wall_s"]), 2),
+                "changed": "yes" if p["changed"] else "no",
+                "ops": p["num_ops_after"],
+                "decisions": p["num_decisions"],
+            }
+            for p in report.get("passes", [])
+        ],
+        columns=["#", "pass", "wall ms", "changed", "ops", "decisions"],
+    )
+
+
+def _loops_text(loops: Mapping[str, int] | None) -> str:
+    if not loops:
+        return ""
+    looping = [f"{stage} x{n}" for stage, n in loops.items() if n > 1]
+    return ", ".join(looping) or "none"
+
+
+def group_table(report: Mapping[str, Any]) -> pd.DataFrame:
+    """One row per group of ``report["groups"]``: id, rule, ops, tiles, cycles, SPM, engine."""
+    columns = ["id", "rule", "ops", "tiles", "cycles", "SPM peak B", "limited by", "loops"]
+    return pd.DataFrame.from_records(
+        [
+            {
+                "id": f"%{g['id']}",
+                "rule": g.get("rule") or "",
+                "ops": len(g.get("ops", [])),
+                "tiles": g.get("tiles", ""),
+                "cycles": g.get("cycles", ""),
+                "SPM peak B": g.get("spm_peak_bytes", ""),
+                "limited by": g.get("limiting_engine", ""),
+                "loops": _loops_text(g.get("loops")),
+            }
+            for g in report.get("groups", [])
+        ],
+        columns=columns,
+    )
+
+
+def costliest_groups(report: Mapping[str, Any], top: int = TOP_GROUPS) -> list[int]:
+    """Ids of the ``top`` groups with the most cycles (ties: lower id first)."""
+    costed = [g for g in report.get("groups", []) if isinstance(g.get("cycles"), int)]
+    costed.sort(key=lambda g: (-g["cycles"], g["id"]))
+    return [int(g["id"]) for g in costed[:top]]
+
+
+def _figure_div(fig: go.Figure) -> str:
+    text: str = fig.to_html(full_html=False, include_plotlyjs=False)
+    return text
+
+
+def _table_html(df: pd.DataFrame) -> str:
+    text: str = df.to_html(index=False, classes="data", border=0, escape=True)
+    return text
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:,}" if isinstance(value, int) else html.escape(str(value))
+
+
+def write_html_report(
+    path: str | Path,
+    module: Module,
+    steps: Sequence[Step],
+    hw: ChipConfig,
+    report: Mapping[str, Any],
+    *,
+    top: int = TOP_GROUPS,
+    alloc_time_limit_s: float = 0.5,
+) -> dict[str, float]:
+    """Write the standalone HTML page of a run; returns seconds spent per part.
+
+    Args:
+        path: Output ``.html`` file.
+        module: The pipeline's input module.
+        steps: The run's steps (the graph is the last step's module).
+        hw: The hardware the run used.
+        report: :func:`tx8lab.core.report.build_report` of the same run.
+        top: How many of the costliest groups get a timeline, a Gantt and a mesh heatmap.
+        alloc_time_limit_s: Time limit of the ``best`` allocator in the Gantt comparison.
+
+    Raises:
+        Tx8labError: the report does not belong to the steps (its pass list differs).
+    """
+    started = time.perf_counter()
+    steps = list(steps)
+    names = [s.name for s in steps]
+    if list(report.get("pipeline", names)) != names:
+        raise Tx8labError(
+            f"write_html_report: the report lists passes {report.get('pipeline')} but the "
+            f"steps are {names}; build the report from the same run (build_report)"
+        )
+    final = steps[-1].after if steps else module
+    timings: dict[str, float] = {}
+    body: list[str] = []
+
+    # header
+    model = html.escape(str(report.get("model", "module")))
+    totals = [
+        ("hardware", html.escape(hw.name)),
+        ("ops (input / final)", f"{module.num_ops:,} / {final.num_ops:,}"),
+        ("passes", str(len(steps))),
+        ("pipeline wall time", f"{1e3 * sum(s.elapsed_s for s in steps):.1f} ms"),
+    ]
+    if "total_cycles" in report:
+        totals.append(("total cycles", _fmt(int(report["total_cycles"]))))
+        totals.append(("latency", f"{1e6 * float(report['latency_s']):.2f} µs"))
+        totals.append(("barriers", _fmt(report.get("barriers", ""))))
+    else:
+        totals.append(("total cycles", "not estimated (group-cost did not run)"))
+    body.append(f"<h1>tx8lab report: {model}</h1>")
+    body.append(
+        '<table class="totals">'
+        + "".join(f"<tr><td>{k}</td><td><b>{v}</b></td></tr>" for k, v in totals)
+        + "</table>"
+    )
+
+    # pass table
+    body.append("<h2>Passes</h2>")
+    body.append(_table_html(pass_table(report)))
+
+    # graph
+    t0 = time.perf_counter()
+    dot = module_to_dot(
+        final, group_overlay(final), title=f"{report.get('model', 'module')} after the pipeline"
+    )
+    rendered = render_svg(dot)
+    timings["graph"] = time.perf_counter() - t0
+    body.append("<h2>Graph (final module, coloured by group)</h2>")
+    body.append(
+        f'<p class="note">{final.num_ops:,} ops; laid out by {rendered.engine} in '
+        f"{rendered.seconds:.2f} s. Hover a node for its attributes.</p>"
+    )
+    body.append(f'<div class="graph">{_inline_svg(rendered.svg)}</div>')
+
+    # groups
+    groups = group_table(report)
+    body.append(f"<h2>Groups ({len(groups)})</h2>")
+    if "total_cycles" not in report:
+        body.append('<p class="note">The groups were not costed: group-cost did not run.</p>')
+    body.append(_table_html(groups))
+
+    # factor space: not built yet
+    body.append("<h2>Factor space</h2>")
+    body.append(
+        '<p class="note">The factor-space view (sharding candidates, cost vs SPM peak, '
+        "Pareto front; issue 7 item 3) does not exist yet: group-cost uses the default "
+        "strategy and records no candidates. Each group's sharding and split are in the "
+        "JSON report (<code>--json</code>).</p>"
+    )
+
+    # costliest groups
+    t0 = time.perf_counter()
+    cost = next((s for s in steps if s.name == "group-cost"), None)
+    chosen = costliest_groups(report, top) if cost is not None else []
+    if chosen:
+        body.append(f"<h2>The {len(chosen)} costliest groups</h2>")
+    for gid in chosen:
+        sched = group_schedule(cost if cost is not None else steps, gid)
+        entry = next(g for g in report["groups"] if g["id"] == gid)
+        body.append(
+            f"<h3>Group %{gid}: {_fmt(entry['cycles'])} cycles, limited by "
+            f"{html.escape(str(entry.get('limiting_engine')))}</h3>"
+        )
+        body.append(_figure_div(timeline_figure(sched.timeline, title=f"%{gid} pipeline")))
+        panels = compare_allocations(sched.allocation, time_limit_s=alloc_time_limit_s)
+        body.append(
+            _figure_div(
+                spm_gantt_figure(
+                    panels,
+                    sched.inp.buffers,
+                    timeline=sched.timeline,
+                    title=f"%{gid} SPM: seed vs best allocator",
+                )
+            )
+        )
+        body.append(_figure_div(mesh_figure(sched, hw)))
+    timings["groups"] = time.perf_counter() - t0
+    if cost is None:
+        body.append(
+            '<p class="note">No timelines or SPM Gantts: group-cost did not run '
+            "(check --passes / --until).</p>"
+        )
+
+    timings["total"] = time.perf_counter() - started
+    body.append(
+        '<p class="note">Report built in '
+        + ", ".join(f"{k} {v:.2f} s" for k, v in timings.items())
+        + ".</p>"
+    )
+    page = (
+        "<!DOCTYPE html>\n<html><head><meta charset='utf-8'>"
+        f"<title>tx8lab report: {model}</title><style>{_CSS}</style>"
+        f'<script type="text/javascript">{get_plotlyjs()}</script></head>\n<body>\n'
+        + "\n".join(body)
+        + "\n</body></html>\n"
+    )
+    Path(path).write_text(page, encoding="utf-8")
+    return timings
+
+
+__all__ = [
+    "TOP_GROUPS",
+    "costliest_groups",
+    "group_table",
+    "pass_table",
+    "write_html_report",
+]
