@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 import sys
 from pathlib import Path
@@ -64,6 +65,17 @@ def test_graph_svg_has_one_node_per_op_and_a_cluster_per_group(page: str) -> Non
     assert set(nodes) == ops
     for gid in groups:
         assert f'id="grp{gid}"' in graph
+
+
+def test_graph_nodes_hover_with_their_attributes(page: str) -> None:
+    final = trace_of("tiny_cnn")[-1].after
+    conv = next(op for op in final.walk() if op.name == "Conv2d")
+    title = re.search(rf'<g id="op{conv.id}" class="node[^"]*">\s*<title>([^<]*)</title>', page)
+    assert title is not None
+    text = html.unescape(title.group(1))
+    assert text.startswith(f"op: {conv.label}\n")
+    assert f"created_by: {conv.created_by or 'the input model'}" in text
+    assert "results: " in text
 
 
 def test_group_table_has_one_row_per_group(page: str) -> None:

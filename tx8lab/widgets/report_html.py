@@ -16,7 +16,9 @@ Readings chosen:
   (``plotly.offline.get_plotlyjs()``); every figure is a ``<div>`` written with
   ``include_plotlyjs=False``. No ``src=`` or ``href=`` points outside the page, so it
   opens offline from a file. The graph is the SVG Graphviz wrote, its XML prolog and
-  DOCTYPE dropped so it can sit in the HTML body.
+  DOCTYPE dropped so it can sit in the HTML body. Hover is the browser's own: each op
+  node's SVG ``<title>`` holds the op's attributes (``op_info``, what the GraphView's hover
+  shows); click-to-decisions needs the widget.
 - **Graph overlay = group**, collapsed by group above ``COLLAPSE_ABOVE`` ops (the graph
   view's rule), so a big model stays one readable drawing.
 - **Group table** rows are the report's groups (``report["groups"]``), in program order:
@@ -49,7 +51,7 @@ from tx8lab.core.ir import Module
 from tx8lab.core.pipeline import Step
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
-from tx8lab.widgets.graph_dot import module_to_dot
+from tx8lab.widgets.graph_dot import module_to_dot, op_info
 from tx8lab.widgets.mesh import mesh_figure
 from tx8lab.widgets.overlays import group_overlay
 from tx8lab.widgets.render import render_svg
@@ -76,6 +78,23 @@ _PROLOG_RE = re.compile(r"<\?xml[^>]*\?>\s*|<!DOCTYPE[^>]*>\s*", re.IGNORECASE)
 def _inline_svg(svg: str) -> str:
     """The SVG without its XML prolog and DOCTYPE, ready to sit in HTML."""
     return _PROLOG_RE.sub("", svg).strip()
+
+
+_NODE_TITLE_RE = re.compile(r'(<g id="op(\d+)" class="node[^"]*">\s*<title>)[^<]*(</title>)')
+
+
+def with_tooltips(svg: str, module: Module) -> str:
+    """Each op node's SVG ``<title>`` (the browser's hover text) set to its attributes."""
+    ops = {op.id: op for op in module.walk()}
+
+    def one(match: re.Match[str]) -> str:
+        op = ops.get(int(match.group(2)))
+        if op is None:
+            return match.group(0)
+        text = "\n".join(f"{k}: {v}" for k, v in op_info(op).items())
+        return match.group(1) + html.escape(text, quote=False) + match.group(3)
+
+    return _NODE_TITLE_RE.sub(one, svg)
 
 
 def pass_table(report: Mapping[str, Any]) -> pd.DataFrame:
@@ -216,9 +235,11 @@ def write_html_report(
     body.append("<h2>Graph (final module, coloured by group)</h2>")
     body.append(
         f'<p class="note">{final.num_ops:,} ops; laid out by {rendered.engine} in '
-        f"{rendered.seconds:.2f} s. Hover a node for its attributes.</p>"
+        f"{rendered.seconds:.2f} s. Hover a node for its attributes (clicking an op for "
+        "its decisions needs the GraphView widget).</p>"
     )
-    body.append(f'<div class="graph">{_inline_svg(rendered.svg)}</div>')
+    svg = with_tooltips(_inline_svg(rendered.svg), final)
+    body.append(f'<div class="graph">{svg}</div>')
 
     # groups
     groups = group_table(report)
@@ -291,5 +312,6 @@ __all__ = [
     "costliest_groups",
     "group_table",
     "pass_table",
+    "with_tooltips",
     "write_html_report",
 ]
