@@ -67,6 +67,7 @@ h1 { margin-bottom: 0.2em; } h2 { margin-top: 1.6em; border-bottom: 1px solid #c
 table.data { border-collapse: collapse; font-size: 13px; }
 table.data th, table.data td { border: 1px solid #ddd; padding: 2px 8px; text-align: right; }
 table.data th { background: #f3f3f3; }
+table.data td:nth-child(2) { text-align: left; }
 .totals td { padding: 2px 12px 2px 0; }
 .graph { overflow: auto; max-height: 900px; border: 1px solid #ddd; }
 .note { color: #555; font-style: italic; }
