@@ -33,7 +33,15 @@ import numpy as np
 from tx8lab.core.dtypes import bits_of
 from tx8lab.core.ir import Op, TensorType
 from tx8lab.core.ops.common import both_attr, require_float
-from tx8lab.core.ops.registry import Array, AttrSpec, OpAttr, OpDef, SliceShape, f32
+from tx8lab.core.ops.registry import (
+    Array,
+    AttrSpec,
+    OpAttr,
+    OpDef,
+    ShardingSplitParam,
+    SliceShape,
+    f32,
+)
 
 # Numerical Recipes ``erfcc`` coefficients (Chebyshev fit; fractional error < 1.2e-7)
 _ERFC_COEFFS = (
@@ -95,6 +103,17 @@ class UnaryOp(OpDef):
     family = "activation"
     num_operands = 1
     float_only: ClassVar[bool] = True
+
+    def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
+        """Seed ``tileShardingSplit`` for activation.
+
+        The operand follows the output dim for dim.
+
+        By :func:`tx8lab.core.schedule.sharding.split_by_dim_maps` (module docstring there).
+        """
+        from tx8lab.core.schedule.sharding import split_by_dim_maps
+
+        return split_by_dim_maps(self, op, param)
 
     def _infer(
         self, operands: Sequence[TensorType], attrs: Mapping[str, Any]

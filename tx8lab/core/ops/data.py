@@ -75,6 +75,7 @@ from tx8lab.core.ops.registry import (
     IterDim,
     OpAttr,
     OpDef,
+    ShardingSplitParam,
     StopsLayout,
 )
 from tx8lab.errors import Tx8labError
@@ -129,6 +130,19 @@ class _DataOp(OpDef):
     """Base: family data, BOTH by default."""
 
     family = "data"
+
+    def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
+        """Seed ``tileShardingSplit`` for data ops.
+
+        Each operand dim follows the iteration dim the op maps it to (Reshape, Transpose,
+        Concatenate, Slice, Pad, Gather ... each by its ``operand_dims``), a dim taken whole
+        gets 1.
+
+        By :func:`tx8lab.core.schedule.sharding.split_by_dim_maps` (module docstring there).
+        """
+        from tx8lab.core.schedule.sharding import split_by_dim_maps
+
+        return split_by_dim_maps(self, op, param)
 
     def op_attr(self, op: Op) -> OpAttr:
         return both_attr(op)

@@ -16,7 +16,7 @@ from typing import ClassVar
 from tx8lab.core.attrs import AlignMode
 from tx8lab.core.ir import Op
 from tx8lab.core.ops.common import both_attr
-from tx8lab.core.ops.registry import Array, AttrSpec, OpAttr, OpDef
+from tx8lab.core.ops.registry import Array, AttrSpec, OpAttr, OpDef, ShardingSplitParam
 
 
 class ChannelNorm(OpDef):
@@ -29,6 +29,17 @@ class ChannelNorm(OpDef):
     attrs: ClassVar[dict[str, AttrSpec]] = {
         "direction": AttrSpec(bool, doc="true = to ALIGN, false = to NALIGN"),
     }
+
+    def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
+        """Seed ``tileShardingSplit`` for ChannelNorm.
+
+        The input follows the output dim for dim.
+
+        By :func:`tx8lab.core.schedule.sharding.split_by_dim_maps` (module docstring there).
+        """
+        from tx8lab.core.schedule.sharding import split_by_dim_maps
+
+        return split_by_dim_maps(self, op, param)
 
     def op_attr(self, op: Op) -> OpAttr:
         mode = AlignMode.ALIGN if self.attr(op, "direction") else AlignMode.NALIGN

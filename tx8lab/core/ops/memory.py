@@ -25,7 +25,14 @@ import numpy as np
 from tx8lab.core.attrs import AlignMode, Engine, RandomInit
 from tx8lab.core.dtypes import from_numpy
 from tx8lab.core.ir import Op, TensorType
-from tx8lab.core.ops.registry import Array, AttrSpec, OpAttr, OpDef, _default_layout
+from tx8lab.core.ops.registry import (
+    Array,
+    AttrSpec,
+    OpAttr,
+    OpDef,
+    ShardingSplitParam,
+    _default_layout,
+)
 
 
 class Constant(OpDef):
@@ -41,6 +48,17 @@ class Constant(OpDef):
         "shape": AttrSpec(tuple, None, "shape, for a RandomInit value"),
         "dtype": AttrSpec(str, None, "element type (f32, f16, bf16, tf32, i8, i32, i64, i1)"),
     }
+
+    def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
+        """Seed ``tileShardingSplit`` for constants.
+
+        No operands, nothing to propagate.
+
+        By :func:`tx8lab.core.schedule.sharding.split_by_dim_maps` (module docstring there).
+        """
+        from tx8lab.core.schedule.sharding import split_by_dim_maps
+
+        return split_by_dim_maps(self, op, param)
 
     def _infer(
         self, operands: Sequence[TensorType], attrs: Mapping[str, Any]
@@ -93,6 +111,17 @@ class LoadVar(OpDef):
     family = "memory"
     num_operands = 1
 
+    def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
+        """Seed ``tileShardingSplit`` for load.
+
+        The DDR source follows the loaded value dim for dim.
+
+        By :func:`tx8lab.core.schedule.sharding.split_by_dim_maps` (module docstring there).
+        """
+        from tx8lab.core.schedule.sharding import split_by_dim_maps
+
+        return split_by_dim_maps(self, op, param)
+
     def op_attr(self, op: Op) -> OpAttr:
         return OpAttr(
             align_mode=AlignMode.BOTH, default_layout=_default_layout(op), engine=Engine.RDMA
@@ -109,6 +138,17 @@ class StoreVar(OpDef):
     summary = "store SPM -> DDR"
     family = "memory"
     num_operands = 1
+
+    def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
+        """Seed ``tileShardingSplit`` for store.
+
+        The stored value follows the stored result dim for dim.
+
+        By :func:`tx8lab.core.schedule.sharding.split_by_dim_maps` (module docstring there).
+        """
+        from tx8lab.core.schedule.sharding import split_by_dim_maps
+
+        return split_by_dim_maps(self, op, param)
 
     def op_attr(self, op: Op) -> OpAttr:
         return OpAttr(

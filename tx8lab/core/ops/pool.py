@@ -38,6 +38,7 @@ from tx8lab.core.ops.registry import (
     IterDim,
     OpAttr,
     OpDef,
+    ShardingSplitParam,
     SliceShape,
     f32,
 )
@@ -54,6 +55,17 @@ class _Pool2d(OpDef):
         "pads": AttrSpec(tuple, (0, 0, 0, 0), "(top, left, bottom, right)"),
         "ceil_mode": AttrSpec(bool, False, "round the output size up"),
     }
+
+    def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
+        """Seed ``tileShardingSplit`` for pool.
+
+        The input follows N, OH, OW, C (window dims with a halo).
+
+        By :func:`tx8lab.core.schedule.sharding.split_by_dim_maps` (module docstring there).
+        """
+        from tx8lab.core.schedule.sharding import split_by_dim_maps
+
+        return split_by_dim_maps(self, op, param)
 
     def geometry(
         self, x: TensorType, attrs: Mapping[str, Any]
@@ -169,6 +181,18 @@ class GlobalAvgPool(OpDef):
     summary = "mean over H, W"
     family = "pool"
     num_operands = 1
+
+    def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
+        """Seed ``tileShardingSplit`` for global pool.
+
+        The input follows N and C, its H and W are taken whole (reduction dims: factors given
+        after the output's, sharding them clears it).
+
+        By :func:`tx8lab.core.schedule.sharding.split_by_dim_maps` (module docstring there).
+        """
+        from tx8lab.core.schedule.sharding import split_by_dim_maps
+
+        return split_by_dim_maps(self, op, param)
 
     def _infer(
         self, operands: Sequence[TensorType], attrs: Mapping[str, Any]

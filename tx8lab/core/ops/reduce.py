@@ -36,6 +36,7 @@ from tx8lab.core.ops.registry import (
     IterDim,
     OpAttr,
     OpDef,
+    ShardingSplitParam,
     SliceShape,
     carry_backward,
     carry_forward,
@@ -52,6 +53,19 @@ class _Reduce(OpDef):
         "axes": AttrSpec(tuple, doc="axes to reduce (negative allowed)"),
         "keepdims": AttrSpec(bool, True, "keep reduced axes as size 1"),
     }
+
+    def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
+        """Seed ``tileShardingSplit`` for reduce.
+
+        Kept dims follow the output; each reduced axis takes the factor given for its reduction
+        dim after the output's (1 when not given); sharding a reduced axis clears the sharding
+        (no cross-tile reduction).
+
+        By :func:`tx8lab.core.schedule.sharding.split_by_dim_maps` (module docstring there).
+        """
+        from tx8lab.core.schedule.sharding import split_by_dim_maps
+
+        return split_by_dim_maps(self, op, param)
 
     def axes(self, rank: int, attrs: Mapping[str, Any]) -> tuple[int, ...]:
         """Checked non-negative, sorted axes."""

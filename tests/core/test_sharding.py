@@ -1,0 +1,441 @@
+"""DataSplitNew stages: factor spaces, split tries, slice propagation (seed 001)."""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.core.ops.ophelpers import build
+from tx8lab.core import Builder
+from tx8lab.core.attrs import ParallelAttr
+from tx8lab.core.grouping import is_compute, outline
+from tx8lab.core.ir import IdCounter, Module, Op, TensorType
+from tx8lab.core.ops import OPS
+from tx8lab.core.ops.registry import ShardingSplitParam as P
+from tx8lab.core.ops.registry import slice_extent
+from tx8lab.core.passes import build_pipeline
+from tx8lab.core.pipeline import run_pipeline
+from tx8lab.core.schedule.sharding import (
+    align_base,
+    effective_tiles,
+    get_shardings,
+    next_split,
+    op_sharding_levels,
+    propagate,
+    sharding_levels,
+    split_tries,
+)
+from tx8lab.core.schedule.slicing import groups_of, schedule_input
+from tx8lab.core.zoo import build as zoo_build
+from tx8lab.errors import Tx8labError
+from tx8lab.hw.presets import TX81
+
+F16 = "f16"
+
+
+# ---------------------------------------------------------------- 1. factor spaces
+
+
+def test_the_seed_example_level_by_level() -> None:
+    """The store op of outShape [3, 4, 128, 4096] over 16 tiles (seed 001, DS_SpaceInitPass)."""
+    levels = sharding_levels((3, 4, 128, 4096), F16, 16)
+    assert [lv.tiles for lv in levels] == [16, 8, 4, 2, 1]
+    # level0: [1, 1, 1, 16], [1, 1, 2, 8], [1, 1, 4, 4]...   factor=16
+    assert levels[0].shardings[:3] == ((1, 1, 1, 16), (1, 1, 2, 8), (1, 1, 4, 4))
+    assert set(levels[0].effective) == {16}
+    assert len(levels[0].shardings) == 21
+    # level1: [1, 8, 1, 2], [1, 8, 2, 1]....                  factor=8
+    assert levels[1].shardings[:2] == ((1, 8, 1, 2), (1, 8, 2, 1))
+    assert levels[1].shardings == (
+        (1, 8, 1, 2),
+        (1, 8, 2, 1),
+        (2, 8, 1, 1),
+        (4, 1, 1, 4),
+        (4, 1, 2, 2),
+        (4, 1, 4, 1),
+        (4, 2, 1, 2),
+        (4, 2, 2, 1),
+        (4, 4, 1, 1),
+    )
+    assert levels[1].effective == (8, 8, 8, 12, 12, 12, 12, 12, 12)
+    # level2: [1, 16, 1, 1]                                   factor=4
+    assert levels[2].shardings == ((1, 16, 1, 1), (8, 1, 1, 2), (8, 1, 2, 1), (8, 2, 1, 1))
+    assert levels[2].effective == (4, 6, 6, 6)
+    # level3: [16, 1, 1, 1]                                   factor=2
+    assert levels[3].shardings == ((16, 1, 1, 1),)
+    assert levels[3].effective == (3,)
+    # the no-shard vector the seed adds by hand
+    assert levels[4].shardings == ((1, 1, 1, 1),)
+    # every vector of product 16 appears exactly once
+    every = [v for lv in levels for v in lv.shardings]
+    assert len(every) == len(set(every)) == len(get_shardings(4, 16)) + 1
+
+
+def test_get_factor_counts_every_dim_not_only_the_first() -> None:
+    """The seed returns inside its loop (dim 0 only): [1, 1, 1, 16] would score 1 tile."""
+    assert effective_tiles((3, 4, 128, 4096), F16, (1, 1, 1, 16)) == 16
+    assert effective_tiles((3, 4, 128, 4096), F16, (16, 1, 1, 1)) == 3
+    # the last dim counts Cx blocks: 200 f16 channels are 4 blocks of 64
+    assert effective_tiles((1, 200), F16, (1, 16)) == 4
+    assert effective_tiles((1, 200), "i8", (1, 16)) == 2
+
+
+def test_levels_use_floor_log2_as_the_example_needs() -> None:
+    """Ceil would put 3 useful tiles ([16,1,1,1]) in the level of 4 ([1,16,1,1])."""
+    levels = sharding_levels((3, 4, 128, 4096), F16, 16)
+    level_of = {v: lv.factor for lv in levels for v in lv.shardings}
+    assert level_of[(1, 16, 1, 1)] == 2
+    assert level_of[(16, 1, 1, 1)] == 1
+    for lv in levels:
+        assert all(lv.tiles <= e < 2 * lv.tiles for e in lv.effective)
+
+
+def test_align_base_is_the_cx_channel_block() -> None:
+    assert align_base(4096, F16) == 64
+    assert align_base(4096, "f32") == 64
+    assert align_base(4096, "i8") == 128
+    assert align_base(20, F16) == 20  # padded as one group: one useful piece
+    assert align_base(64, "i8") == 64
+    assert align_base(4096, "i64") == 1  # no Cx layout
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 4), st.sampled_from([1, 2, 4, 6, 8, 12, 16]))
+def test_get_shardings_are_exactly_the_factorisations(rank: int, tiles: int) -> None:
+    got = get_shardings(rank, tiles)
+    assert all(math.prod(v) == tiles for v in got)
+    assert len(got) == len(set(got))
+    brute = [
+        v
+        for v in _product(range(1, tiles + 1), rank)
+        if math.prod(v) == tiles  # every vector of positive ints
+    ]
+    assert sorted(got) == sorted(brute)
+    assert got == sorted(got)  # the seed's order: dim 0 the outer loop
+
+
+def _product(values: range, rank: int) -> list[tuple[int, ...]]:
+    out: list[tuple[int, ...]] = [()]
+    for _ in range(rank):
+        out = [(*v, x) for v in out for x in values]
+    return out
+
+
+def test_op_levels_leave_out_what_the_op_forbids() -> None:
+    op = build("Softmax", TensorType((4, 8, 256), F16), axis=-1)
+    levels = op_sharding_levels(op, 16)
+    assert all(v[-1] == 1 for lv in levels for v in lv.shardings)
+    assert levels[0].shardings[0] == (2, 8, 1)
+
+
+def test_bad_factor_space_inputs() -> None:
+    with pytest.raises(Tx8labError, match="tile count must be >= 1"):
+        get_shardings(2, 0)
+    with pytest.raises(Tx8labError, match="rank 2"):
+        effective_tiles((4, 4), F16, (1, 2, 2))
+    with pytest.raises(Tx8labError, match="shardable has 1 flags"):
+        sharding_levels((4, 4), F16, 4, shardable=[True])
+
+
+# ---------------------------------------------------------------- 2. split tries
+
+
+def test_gemm_split_tries_reduce_k_first_then_m() -> None:
+    op = build("Gemm", TensorType((256, 512), F16), TensorType((512, 1024), F16))
+    tries = split_tries(op, (1, 16, 1))
+    assert [(t.dim, t.split) for t in tries[:4]] == [
+        ("K", (1, 1, 2)),
+        ("K", (1, 1, 4)),
+        ("K", (1, 1, 8)),
+        ("M", (2, 1, 8)),
+    ]
+    assert all(t.reduce for t in tries[:3])
+    assert not any(t.reduce for t in tries[3:])
+    # K stops at one Cx block (64), N is already one block per tile, M goes down to 1
+    assert tries[2].slice == (256, 64, 64)
+    assert tries[-1].split == (256, 1, 8)
+    assert tries[-1].slice == (1, 64, 64)
+    assert [t.step for t in tries] == list(range(1, 12))
+
+
+def test_conv_split_tries_from_the_back_and_with_n_first() -> None:
+    x, w = TensorType((2, 56, 56, 256), F16), TensorType((64, 3, 3, 256), F16)
+    op = build("Conv2d", x, w, pads=(1, 1, 1, 1))
+    back = split_tries(op, (1, 1, 1, 4, 1))
+    assert [t.dim for t in back[:3]] == ["IC", "IC", "OW"]
+    assert back[1].slice[4] == 64  # IC 256 -> 64, one Cx block
+    dims_back = [t.dim for t in back]
+    assert dims_back.index("OH") > max(i for i, d in enumerate(dims_back) if d == "OW")
+    assert "OC" not in dims_back  # 16 channels per tile: below one block already
+    front = split_tries(op, (1, 1, 1, 4, 1), n_first=True)
+    assert [t.dim for t in front[:4]] == ["IC", "IC", "N", "OH"]
+    for t in (*back, *front):
+        dims = OPS[op.kind].iter_dims(op)
+        assert t.slice == tuple(
+            slice_extent(d.size, s, p)
+            for d, s, p in zip(dims, (1, 1, 1, 4, 1), t.split, strict=True)
+        )
+
+
+def test_split_tries_limit_and_checks() -> None:
+    op = build("Relu", TensorType((64, 64), F16))
+    assert len(split_tries(op, (1, 1), limit=3)) == 3
+    with pytest.raises(Tx8labError, match=r"shard \(1,\) has 1 entries"):
+        split_tries(op, (1,))
+    soft = build("Softmax", TensorType((8, 256), F16), axis=-1)
+    assert all(t.dim == "d0" for t in split_tries(soft, (1, 1)))
+
+
+def test_next_split_doubles_until_the_minimum() -> None:
+    assert next_split(512, 1, 1, 64) == 2
+    assert next_split(512, 1, 8, 64) is None
+    assert next_split(100, 1, 1, 64) is None  # 50 < one block
+    assert next_split(5, 1, 4, 1) == 5  # capped at the per-tile size: slice 1
+    assert next_split(5, 1, 5, 1) is None  # slice already 1
+    assert next_split(64, 16, 2, 1) == 4  # 4 per tile
+
+
+# ---------------------------------------------------------------- 3. op rules per family
+
+
+def _tss(op: Op, sharding: tuple[int, ...], split: tuple[int, ...]) -> list[P]:
+    return OPS[op.kind].tile_sharding_split(op, P(sharding, split))
+
+
+def test_rule_elementwise_broadcast() -> None:
+    op = build("Add", TensorType((2, 8, 8, 64), F16), TensorType((64,), F16))
+    assert _tss(op, (1, 2, 1, 8), (2, 1, 2, 1)) == [P((1, 2, 1, 8), (2, 1, 2, 1)), P((8,), (1,))]
+    op = build("Mul", TensorType((2, 8, 1, 64), F16), TensorType((2, 8, 8, 64), F16))
+    assert _tss(op, (1, 2, 4, 2), (1, 1, 2, 1))[0] == P((1, 2, 1, 2), (1, 1, 1, 1))
+
+
+def test_rule_activation_is_dim_for_dim() -> None:
+    op = build("Relu", TensorType((4, 128), F16))
+    assert _tss(op, (4, 4), (1, 2)) == [P((4, 4), (1, 2))]
+
+
+def test_rule_row_norm_keeps_the_row_whole() -> None:
+    op = build("Softmax", TensorType((8, 256), F16), axis=-1)
+    assert _tss(op, (8, 1), (2, 1)) == [P((8, 1), (2, 1))]
+    assert _tss(op, (1, 8), (1, 1)) == [P((), (1, 1))]
+    assert _tss(op, (1, 1), (1, 2)) == [P((1, 1), ())]
+
+
+def test_rule_batchnorm_is_the_seeds_own() -> None:
+    x, p = TensorType((2, 8, 8, 64), F16), TensorType((1, 1, 1, 64), "f32")
+    op = build("BatchNorm_Inference", x, p, p, p, p)
+    got = _tss(op, (1, 1, 1, 4), (2, 2, 1, 1))
+    assert got[0] == P((1, 1, 1, 4), (2, 2, 1, 1))
+    assert got[1:] == [P((1, 1, 1, 4), (1, 1, 1, 1))] * 4
+
+
+def test_rule_reduce_takes_extra_factors_for_reduced_axes() -> None:
+    op = build("ReduceSum", TensorType((4, 8, 256), F16), axes=(2,), keepdims=False)
+    assert _tss(op, (2, 2), (1, 2)) == [P((2, 2, 1), (1, 2, 1))]
+    assert _tss(op, (2, 2, 1), (1, 2, 4)) == [P((2, 2, 1), (1, 2, 4))]
+    assert _tss(op, (2, 2, 2), (1, 1, 1)) == [P((), (1, 1, 1))]  # no cross-tile reduction
+
+
+def test_rule_matmul_k_split_reaches_both_operands() -> None:
+    op = build("Gemm", TensorType((256, 512), F16), TensorType((512, 1024), F16))
+    assert _tss(op, (2, 8), (1, 2)) == [P((2, 1), (1, 1)), P((1, 8), (1, 2))]
+    assert _tss(op, (2, 8, 1), (1, 2, 4)) == [P((2, 1), (1, 4)), P((1, 8), (4, 2))]
+    assert _tss(op, (2, 4, 2), (1, 1, 1)) == [P((), (1, 1)), P((), (1, 1))]
+    bmm = build("BatchMatMul", TensorType((4, 64, 32), F16), TensorType((4, 32, 128), F16))
+    assert _tss(bmm, (4, 2, 2), (1, 1, 1))[1] == P((4, 1, 2), (1, 1, 1))
+
+
+def test_rule_conv_input_weight_bias() -> None:
+    x, w = TensorType((2, 56, 56, 256), F16), TensorType((64, 3, 3, 256), F16)
+    op = build("Conv2d", x, w, TensorType((64,), F16), pads=(1, 1, 1, 1))
+    got = _tss(op, (1, 2, 1, 4), (1, 2, 2, 1, 4))
+    assert got == [
+        P((1, 2, 1, 1), (1, 2, 2, 4)),
+        P((4, 1, 1, 1), (1, 1, 1, 4)),
+        P((4,), (1,)),
+    ]
+
+
+def test_rule_pools() -> None:
+    op = build("MaxPool2d", TensorType((1, 56, 56, 64), F16), kernel=(3, 3), strides=(2, 2))
+    assert _tss(op, (1, 4, 2, 2), (1, 2, 1, 1)) == [P((1, 4, 2, 2), (1, 2, 1, 1))]
+    gap = build("GlobalAvgPool", TensorType((2, 7, 7, 512), F16))
+    rank = gap.results[0].type.rank
+    got = _tss(gap, (2,) + (1,) * (rank - 2) + (8,), (1,) * rank)
+    assert got[0].out_sharding[0] == 2
+    assert got[0].out_sharding[-1] == 8
+    assert got[0].out_sharding[1:3] == (1, 1)  # H, W taken whole
+
+
+def test_rule_data_ops_follow_their_maps() -> None:
+    op = build("Transpose", TensorType((2, 8, 16, 64), F16), perm=(0, 3, 1, 2))
+    # output dims (N, C, H, W): the input (N, H, W, C) takes them back
+    assert _tss(op, (2, 4, 2, 1), (1, 1, 2, 1)) == [P((2, 2, 1, 4), (1, 2, 1, 1))]
+    cat = build("Concatenate", TensorType((4, 8), F16), TensorType((4, 8), F16), axis=1)
+    got = _tss(cat, (4, 1), (2, 1))
+    assert got == [P((4, 1), (2, 1))] * 2
+
+
+def test_rule_memory_and_layout_ops() -> None:
+    t = TensorType((4, 128), F16)
+    for kind in ("StoreVar", "LoadVar", "ChannelNorm"):
+        op = build(kind, t) if kind != "ChannelNorm" else build(kind, t, direction=True)
+        assert _tss(op, (2, 2), (1, 2)) == [P((2, 2), (1, 2))]
+
+
+def test_rule_checks_the_vector_lengths() -> None:
+    op = build("Relu", TensorType((4, 128), F16))
+    with pytest.raises(Tx8labError, match=r"Relu: .*output's rank 2"):
+        _tss(op, (1, 1, 1), (1, 1))
+    gemm = build("Gemm", TensorType((8, 16), F16), TensorType((16, 32), F16))
+    with pytest.raises(Tx8labError, match="plus one for each of K"):
+        _tss(gemm, (1,), (1, 1))
+
+
+# ---------------------------------------------------------------- 3. propagation
+
+
+def _group(module: Module, ids: list[int]) -> Op:
+    counter = IdCounter(module.next_id)
+    func, _ = outline(module.main, [ids], counter, created_by="test")
+    return next(op for op in func.ops if op.kind == "tx8be.Group")
+
+
+def _two_users() -> Op:
+    b = Builder()
+    x = b.input((1, 8, 8, 128), F16)
+    a = b.op("Relu", x)  # %0: two users
+    c = b.op("Neg", a)  # %1
+    d = b.op("Abs", a)  # %2
+    b.output(c, d)
+    return _group(b.finish(), [0, 1, 2])
+
+
+def test_propagation_reaches_producers_and_records_each_op() -> None:
+    b = Builder()
+    x = b.input((2, 16, 16, 64), F16)
+    a = b.op("Relu", x)  # %0
+    s = b.op("Sigmoid", a)  # %1
+    b.output(s)
+    group = _group(b.finish(), [0, 1])
+    got = propagate(group, {1: P((2, 8, 1, 1), (1, 1, 2, 1))})
+    assert [r.source for r in got.records] == ["users", "output"]
+    assert got.strategy.ops[0].shard == (2, 8, 1, 1)
+    assert got.strategy.ops[0].split == (1, 1, 2, 1)
+    assert got.conflicts == ()
+
+
+def test_conflict_takes_gcd_shard_and_drops_a_disputed_split() -> None:
+    group = _two_users()
+    ids = [op.id for op in group.regions[0].ops if is_compute(op)]
+    relu, neg, abs_ = ids
+    got = propagate(
+        group,
+        {neg: P((1, 4, 1, 4), (1, 2, 1, 1)), abs_: P((1, 2, 8, 1), (1, 1, 1, 1))},
+    )
+    (conflict,) = got.conflicts
+    assert conflict.op_id == relu
+    assert got.strategy.ops[relu].shard == (1, 2, 1, 1)  # gcd per dim
+    assert got.strategy.ops[relu].split == (1, 1, 1, 1)  # 2 vs 1: taken whole
+    assert "Neg" in conflict.detail
+    assert "Abs" in conflict.detail
+
+
+def test_agreeing_users_are_no_conflict() -> None:
+    group = _two_users()
+    relu, neg, abs_ = [op.id for op in group.regions[0].ops if is_compute(op)]
+    same = P((1, 4, 1, 4), (1, 2, 1, 1))
+    got = propagate(group, {neg: same, abs_: same})
+    assert got.conflicts == ()
+    assert got.strategy.ops[relu] == got.strategy.ops[neg]
+
+
+def test_output_factors_the_op_forbids_are_an_error_and_no_output_is_no_shard() -> None:
+    b = Builder()
+    x = b.input((2, 8, 8, 64), F16)
+    a = b.op("Relu", x)
+    s = b.op("Softmax", a, axis=-1)
+    b.output(s)
+    group = _group(b.finish(), [0, 1])
+    relu, soft = [op.id for op in group.regions[0].ops if is_compute(op)]
+    with pytest.raises(Tx8labError, match="cannot take sharding"):
+        propagate(group, {soft: P((1, 1, 1, 16), (1, 1, 1, 1))})
+    got = propagate(group, {soft: P((2, 8, 1, 1), (1, 1, 1, 1))})
+    assert got.strategy.ops[relu].shard == (2, 8, 1, 1)
+    none = propagate(group, {})
+    assert [r.source for r in none.records] == ["users", "no-shard"]
+    assert none.strategy.ops[relu].shard == (1, 1, 1, 1)
+
+
+def _softmax_then_relu(parallel: ParallelAttr | None) -> Op:
+    b = Builder()
+    x = b.input((2, 8, 8, 64), F16)
+    attrs = {"tile_parallel": parallel} if parallel else {}
+    s = b.op("Softmax", x, axis=-1, **attrs)  # %0: cannot shard its row
+    r = b.op("Relu", s)  # %1
+    b.output(r)
+    return _group(b.finish(), [0, 1])
+
+
+def test_a_producer_that_cannot_take_the_request_reads_tile_parallel() -> None:
+    group = _softmax_then_relu(ParallelAttr(shape_spatial_sharding=(2, 4, 1, 1)))
+    soft, relu = [op.id for op in group.regions[0].ops if is_compute(op)]
+    got = propagate(group, {relu: P((1, 1, 1, 16), (1, 1, 1, 1))})
+    rec = {r.op_id: r for r in got.records}
+    assert rec[soft].source == "tile_parallel"
+    assert "cannot take its users' (1, 1, 1, 16)" in rec[soft].detail
+    assert got.strategy.ops[soft].shard == (2, 4, 1, 1)
+    plain = _softmax_then_relu(None)
+    soft2, relu2 = [op.id for op in plain.regions[0].ops if is_compute(op)]
+    got2 = propagate(plain, {relu2: P((1, 1, 1, 16), (1, 1, 1, 1))})
+    assert {r.op_id: r.source for r in got2.records}[soft2] == "no-shard"
+    assert got2.strategy.ops[soft2].shard == (1, 1, 1, 1)
+    # a tile_parallel of the wrong rank (or one the op forbids) is not used
+    bad = _softmax_then_relu(ParallelAttr(shape_spatial_sharding=(1, 1, 1, 4)))
+    soft3, relu3 = [op.id for op in bad.regions[0].ops if is_compute(op)]
+    got3 = propagate(bad, {relu3: P((1, 1, 1, 16), (1, 1, 1, 1))})
+    assert got3.strategy.ops[soft3].shard == (1, 1, 1, 1)
+
+
+def test_propagate_errors_name_the_problem() -> None:
+    group = _two_users()
+    relu = next(op.id for op in group.regions[0].ops if is_compute(op))
+    with pytest.raises(Tx8labError, match="not output compute ops"):
+        propagate(group, {relu: P((1, 1, 1, 1), (1, 1, 1, 1))})
+    with pytest.raises(Tx8labError, match=r"needs a tx8be\.Group"):
+        propagate(build("Relu", TensorType((2, 2), F16)), {})
+
+
+@cache
+def _zoo_groups(name: str) -> tuple[Op, ...]:
+    module = zoo_build(name)
+    steps = list(run_pipeline(module, build_pipeline(), TX81))
+    return tuple(groups_of(steps[-1].result.module))
+
+
+@pytest.mark.parametrize("name", ["tiny_cnn", "resnet50"])
+def test_strategy_is_accepted_by_schedule_input_on_zoo_groups(name: str) -> None:
+    groups = _zoo_groups(name)
+    assert groups
+    sources: dict[str, int] = {}
+    for group in groups:
+        first = propagate(group, {})
+        outs = [r.op_id for r in first.records if r.detail == "no user in the group asked"]
+        assert outs, f"group %{group.id} has no output op"
+        body = {op.id: op for op in group.regions[0].ops}
+        outputs = {}
+        for op_id in outs:
+            best = op_sharding_levels(body[op_id], 16)[0].shardings[0]
+            outputs[op_id] = P(best, (1,) * len(best))
+        got = propagate(group, outputs)
+        for rec in got.records:
+            sources[rec.source] = sources.get(rec.source, 0) + 1
+        si = schedule_input(group, got.strategy, TX81)
+        assert si.group_id == group.id
+        assert set(got.strategy.ops) == {op.id for op in body.values() if is_compute(op)}
+        assert si.tiles == max(math.prod(s.shard) for s in got.strategy.ops.values())
+    assert sources.get("users", 0) > 0
