@@ -25,11 +25,14 @@ from tx8lab.core.schedule.sharding import (
     get_shardings,
     next_split,
     op_sharding_levels,
+    output_ops,
+    param_for,
     propagate,
     sharding_levels,
     split_tries,
 )
 from tx8lab.core.schedule.slicing import groups_of, schedule_input
+from tx8lab.core.schedule.tasks import OpStrategy
 from tx8lab.core.zoo import build as zoo_build
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.presets import TX81
@@ -417,25 +420,50 @@ def _zoo_groups(name: str) -> tuple[Op, ...]:
     return tuple(groups_of(steps[-1].result.module))
 
 
-@pytest.mark.parametrize("name", ["tiny_cnn", "resnet50"])
+def test_output_ops_and_param_for() -> None:
+    group = _two_users()
+    _, neg, abs_ = [op.id for op in group.regions[0].ops if is_compute(op)]
+    assert [op.id for op in output_ops(group)] == [neg, abs_]
+    gemm = build("Gemm", TensorType((256, 512), F16), TensorType((512, 1024), F16))
+    assert param_for(gemm, OpStrategy((2, 8, 1), (1, 2, 1))) == P((2, 8), (1, 2))
+    assert param_for(gemm, OpStrategy((2, 8, 1), (1, 2, 4))) == P((2, 8, 1), (1, 2, 4))
+    with pytest.raises(Tx8labError, match="cannot be sharded"):
+        param_for(gemm, OpStrategy((1, 1, 2), (1, 1, 1)))
+    with pytest.raises(Tx8labError, match=r"needs a tx8be\.Group"):
+        output_ops(gemm)
+
+
+@pytest.mark.parametrize(
+    "name", ["tiny_cnn", "resnet50", "tiny_transformer_block", "llama_decoder"]
+)
 def test_strategy_is_accepted_by_schedule_input_on_zoo_groups(name: str) -> None:
+    """Best sharding level of each output op, no split and a few split tries deep."""
     groups = _zoo_groups(name)
     assert groups
     sources: dict[str, int] = {}
     for group in groups:
-        first = propagate(group, {})
-        outs = [r.op_id for r in first.records if r.detail == "no user in the group asked"]
-        assert outs, f"group %{group.id} has no output op"
         body = {op.id: op for op in group.regions[0].ops}
-        outputs = {}
-        for op_id in outs:
-            best = op_sharding_levels(body[op_id], 16)[0].shardings[0]
-            outputs[op_id] = P(best, (1,) * len(best))
-        got = propagate(group, outputs)
-        for rec in got.records:
-            sources[rec.source] = sources.get(rec.source, 0) + 1
-        si = schedule_input(group, got.strategy, TX81)
-        assert si.group_id == group.id
-        assert set(got.strategy.ops) == {op.id for op in body.values() if is_compute(op)}
-        assert si.tiles == max(math.prod(s.shard) for s in got.strategy.ops.values())
+        outs = output_ops(group)
+        assert outs, f"group %{group.id} has no output op"
+        for depth in (0, 3):
+            outputs = {}
+            for op in outs:
+                entry = OPS[op.kind]
+                dims, rmap = entry.iter_dims(op), entry.result_dims(op)[0]
+                best = op_sharding_levels(op, 16)[0].shardings[0]
+                shard = [1] * len(dims)
+                for e, d in enumerate(rmap):
+                    if d is not None:
+                        shard[d] = best[e]
+                tries = split_tries(op, shard)
+                split = tries[min(depth, len(tries)) - 1].split if depth and tries else None
+                st = OpStrategy(tuple(shard), split or (1,) * len(dims))
+                outputs[op.id] = param_for(op, st)
+            got = propagate(group, outputs)
+            for rec in got.records:
+                sources[rec.source] = sources.get(rec.source, 0) + 1
+            si = schedule_input(group, got.strategy, TX81)
+            assert si.group_id == group.id
+            assert set(got.strategy.ops) == {op.id for op in body.values() if is_compute(op)}
+            assert si.tiles == max(math.prod(s.shard) for s in got.strategy.ops.values())
     assert sources.get("users", 0) > 0

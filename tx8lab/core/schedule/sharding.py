@@ -446,6 +446,67 @@ def _to_strategy(op: Op, param: ShardingSplitParam) -> OpStrategy | None:
     return st
 
 
+_Key = tuple[int, int, bool]
+
+
+def _body(group_op: Op) -> tuple[list[Op], dict[_Key, Op], dict[_Key, _Key], list[Op]]:
+    """Compute ops, value producers, Tuple aliases and the output compute ops of a body."""
+    body = [op for op in group_op.regions[0].ops if op.kind not in TERMINATORS]
+    alias: dict[_Key, _Key] = {}
+    producer: dict[_Key, Op] = {}
+    for op in body:
+        if op.kind == "tx8be.Tuple":
+            for res, v in zip(op.results, op.operands, strict=True):
+                alias[res.key] = alias.get(v.key, v.key)
+        for r in op.results:
+            producer[r.key] = op
+    compute = [op for op in body if is_compute(op) and op.kind != "tx8be.Tuple"]
+    has_compute_user: set[int] = set()
+    for op in compute:
+        for v in op.operands:
+            prod = producer.get(alias.get(v.key, v.key))
+            if prod is not None and is_compute(prod):
+                has_compute_user.add(prod.id)
+    outs = [op for op in compute if op.id not in has_compute_user]
+    return compute, producer, alias, outs
+
+
+def output_ops(group_op: Op) -> list[Op]:
+    """The output compute ops of a group's body (no compute op of the body reads them).
+
+    What :func:`propagate` starts from (they feed the group's stores), in program order.
+
+    Raises:
+        Tx8labError: ``group_op`` is not a group.
+    """
+    if group_op.kind != "tx8be.Group" or not group_op.regions:
+        raise Tx8labError(f"output_ops needs a tx8be.Group op with a body, got {group_op.label}")
+    return _body(group_op)[3]
+
+
+def param_for(op: Op, strategy: OpStrategy) -> ShardingSplitParam:
+    """The :class:`ShardingSplitParam` of an op's :class:`OpStrategy`.
+
+    Iteration dims -> output dims, then the extra iteration dims when any is cut: what
+    :func:`propagate` takes for an output op.
+
+    Raises:
+        Tx8labError: the strategy does not fit the op's iteration dims.
+    """
+    defn = get_op_def(op.kind)
+    dims = defn.check_strategy(op, strategy)
+    rmap = defn.result_dims(op)[0] if op.results else ()
+    extra = [i for i in range(len(dims)) if i not in rmap]
+
+    cut = any(v[i] != 1 for v in (strategy.shard, strategy.split) for i in extra)
+
+    def pick(values: tuple[int, ...]) -> tuple[int, ...]:
+        head = tuple(1 if d is None else values[d] for d in rmap)
+        return (*head, *(values[i] for i in extra)) if cut else head
+
+    return ShardingSplitParam(pick(strategy.shard), pick(strategy.split))
+
+
 def propagate(
     group_op: Op,
     outputs: Mapping[int, ShardingSplitParam],
@@ -467,23 +528,8 @@ def propagate(
             f"propagate needs a tx8be.Group op with a body, got {group_op.label} "
             "(outline ops with tx8lab.core.grouping.outline or run the group pass)"
         )
-    body = [op for op in group_op.regions[0].ops if op.kind not in TERMINATORS]
-    alias: dict[tuple[int, int, bool], tuple[int, int, bool]] = {}
-    producer: dict[tuple[int, int, bool], Op] = {}
-    for op in body:
-        if op.kind == "tx8be.Tuple":
-            for res, v in zip(op.results, op.operands, strict=True):
-                alias[res.key] = alias.get(v.key, v.key)
-        for r in op.results:
-            producer[r.key] = op
-    compute = [op for op in body if is_compute(op) and op.kind != "tx8be.Tuple"]
-    has_compute_user: set[int] = set()
-    for op in compute:
-        for v in op.operands:
-            prod = producer.get(alias.get(v.key, v.key))
-            if prod is not None and is_compute(prod):
-                has_compute_user.add(prod.id)
-    out_ids = {op.id for op in compute if op.id not in has_compute_user}
+    compute, producer, alias, outs = _body(group_op)
+    out_ids = {op.id for op in outs}
     wrong = sorted(set(outputs) - out_ids)
     if wrong:
         raise Tx8labError(
@@ -573,6 +619,8 @@ __all__ = [
     "min_slices",
     "next_split",
     "op_sharding_levels",
+    "output_ops",
+    "param_for",
     "propagate",
     "sharding_levels",
     "split_by_dim_maps",
