@@ -23,13 +23,16 @@ from tx8lab.core.schedule.sharding import (
     align_base,
     effective_tiles,
     get_shardings,
+    level_rows,
     next_split,
     op_sharding_levels,
     output_ops,
     param_for,
     propagate,
+    propagation_rows,
     sharding_levels,
     split_tries,
+    split_try_rows,
 )
 from tx8lab.core.schedule.slicing import groups_of, schedule_input
 from tx8lab.core.schedule.tasks import OpStrategy
@@ -467,3 +470,33 @@ def test_strategy_is_accepted_by_schedule_input_on_zoo_groups(name: str) -> None
             assert set(got.strategy.ops) == {op.id for op in body.values() if is_compute(op)}
             assert si.tiles == max(math.prod(s.shard) for s in got.strategy.ops.values())
     assert sources.get("users", 0) > 0
+
+
+def test_rows_for_notebook_tables() -> None:
+    levels = sharding_levels((3, 4, 128, 4096), F16, 16)
+    rows = level_rows(levels)
+    assert len(rows) == sum(len(lv.shardings) for lv in levels)
+    assert rows[0] == {
+        "level": 0,
+        "tiles": 16,
+        "factor": 4,
+        "sharding": (1, 1, 1, 16),
+        "effective": 16,
+    }
+    assert rows[-1]["sharding"] == (1, 1, 1, 1)
+    gemm = build("Gemm", TensorType((256, 512), F16), TensorType((512, 1024), F16))
+    tries = split_try_rows(split_tries(gemm, (1, 16, 1)))
+    assert tries[0] == {
+        "op": "%0",
+        "step": 1,
+        "dim": "K",
+        "reduce": True,
+        "split": (1, 1, 2),
+        "slice": (256, 64, 256),
+    }
+    group = _two_users()
+    _, neg, _ = [op.id for op in group.regions[0].ops if is_compute(op)]
+    table = propagation_rows(propagate(group, {neg: P((1, 4, 1, 4), (1, 1, 1, 1))}))
+    # the Abs, not given, is not sharded and asks (1, 1, 1, 1): a conflict with the Neg
+    assert [r["source"] for r in table] == ["conflict", "output", "no-shard"]
+    assert table[0]["shard (iter dims)"] == (1, 1, 1, 1)  # gcd with the unsharded Abs

@@ -607,6 +607,57 @@ def _with_extra(op: Op, param: ShardingSplitParam, st: OpStrategy) -> ShardingSp
     )
 
 
+# ---------------------------------------------------------------- rows for tables
+
+
+def level_rows(levels: Sequence[ShardingLevel]) -> list[dict[str, object]]:
+    """One row per sharding vector, best level first (``pandas.DataFrame(rows)`` shows it).
+
+    Examples:
+        >>> rows = level_rows(sharding_levels((3, 4), "f16", 4))
+        >>> rows[1]
+        {'level': 0, 'tiles': 2, 'factor': 1, 'sharding': (4, 1), 'effective': 3}
+        >>> [r["sharding"] for r in rows]  # 4 channels are one Cx group: (1, 4) uses 1 tile
+        [(2, 2), (4, 1), (1, 4), (1, 1)]
+    """
+    return [
+        {"level": n, "tiles": lv.tiles, "factor": lv.factor, "sharding": vec, "effective": eff}
+        for n, lv in enumerate(levels)
+        for vec, eff in zip(lv.shardings, lv.effective, strict=True)
+    ]
+
+
+def split_try_rows(tries: Sequence[SplitTry]) -> list[dict[str, object]]:
+    """One row per :class:`SplitTry` (seed ``splitRecord``)."""
+    return [
+        {
+            "op": f"%{t.op_id}",
+            "step": t.step,
+            "dim": t.dim,
+            "reduce": t.reduce,
+            "split": t.split,
+            "slice": t.slice,
+        }
+        for t in tries
+    ]
+
+
+def propagation_rows(result: Propagation) -> list[dict[str, object]]:
+    """One row per op of a :class:`Propagation`, in program order."""
+    return [
+        {
+            "op": r.label,
+            "source": r.source,
+            "sharding": r.param.out_sharding,
+            "split": r.param.out_split,
+            "shard (iter dims)": r.strategy.shard,
+            "split (iter dims)": r.strategy.split,
+            "detail": r.detail,
+        }
+        for r in result.records
+    ]
+
+
 __all__ = [
     "Propagation",
     "PropagationRecord",
@@ -615,6 +666,7 @@ __all__ = [
     "align_base",
     "effective_tiles",
     "get_shardings",
+    "level_rows",
     "max_sharding_dims",
     "min_slices",
     "next_split",
@@ -622,7 +674,9 @@ __all__ = [
     "output_ops",
     "param_for",
     "propagate",
+    "propagation_rows",
     "sharding_levels",
     "split_by_dim_maps",
     "split_tries",
+    "split_try_rows",
 ]
