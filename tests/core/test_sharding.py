@@ -10,13 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.core.ops.ophelpers import build
+from tests.core.ops.test_op_registry import SAMPLES
 from tx8lab.core import Builder
 from tx8lab.core.attrs import ParallelAttr
 from tx8lab.core.grouping import is_compute, outline
 from tx8lab.core.ir import IdCounter, Module, Op, TensorType
 from tx8lab.core.ops import OPS
+from tx8lab.core.ops.registry import OpDef, slice_extent
 from tx8lab.core.ops.registry import ShardingSplitParam as P
-from tx8lab.core.ops.registry import slice_extent
 from tx8lab.core.passes import build_pipeline
 from tx8lab.core.pipeline import run_pipeline
 from tx8lab.core.schedule.sharding import (
@@ -500,3 +501,38 @@ def test_rows_for_notebook_tables() -> None:
     # the Abs, not given, is not sharded and asks (1, 1, 1, 1): a conflict with the Neg
     assert [r["source"] for r in table] == ["conflict", "output", "no-shard"]
     assert table[0]["shard (iter dims)"] == (1, 1, 1, 1)  # gcd with the unsharded Abs
+
+
+@pytest.mark.parametrize("kind", sorted(SAMPLES))
+def test_every_op_kind_has_a_rule_that_agrees_with_its_slices(kind: str) -> None:
+    """Each operand's factors give the slice ``temporal_slice_shape`` gives it.
+
+    (Ops with their own ``operand_slice`` — windows, gathers — only check the ranks.)
+    """
+    types, attrs = SAMPLES[kind]
+    op = build(kind, *types, **attrs)
+    entry = OPS[op.kind]
+    assert type(entry).tile_sharding_split is not OpDef.tile_sharding_split
+    dims = entry.iter_dims(op)
+    ones = P((1,) * op.results[0].type.rank, (1,) * op.results[0].type.rank)
+    got = entry.tile_sharding_split(op, ones)
+    assert [len(p.out_sharding) for p in got] == [v.type.rank for v in op.operands]
+    assert all(set(p.out_sharding) <= {1} and set(p.out_split) <= {1} for p in got)
+    shard = tuple(2 if d.shardable and d.size >= 2 else 1 for d in dims)
+    split = tuple(2 if d.splittable and d.size >= 4 else 1 for d in dims)
+    strategy = OpStrategy(shard, split)
+    param = param_for(op, strategy)
+    got = entry.tile_sharding_split(op, param)
+    assert len(got) == len(op.operands)
+    if type(entry).operand_slice is not OpDef.operand_slice:
+        return
+    want = entry.temporal_slice_shape(op, strategy).operands
+    for value, p, slice_ in zip(op.operands, got, want, strict=True):
+        assert p.is_valid or value.type.rank == 0
+        assert (
+            tuple(
+                slice_extent(d, s, q)
+                for d, s, q in zip(value.type.shape, p.out_sharding, p.out_split, strict=True)
+            )
+            == slice_
+        ), f"{kind} operand {value.type}"
