@@ -112,10 +112,11 @@ def test_tile_sharding_split_checks_the_vector_lengths() -> None:
         BN.tile_sharding_split(op, ShardingSplitParam((1, 1, 16), (1, 1, 1, 1)))
 
 
-def test_other_ops_keep_the_stub() -> None:
+def test_elementwise_ops_pass_their_sharding_through() -> None:
+    # not BatchNorm's C-only rule: a Relu's input takes the requested factors as they are
     op = build("Relu", TensorType((2, 4), "f32"))
-    with pytest.raises(NotImplementedError, match=r"tx8be\.Relu"):
-        OPS["tx8be.Relu"].tile_sharding_split(op, ShardingSplitParam((1, 1), (1, 1)))
+    (param,) = OPS["tx8be.Relu"].tile_sharding_split(op, ShardingSplitParam((2, 1), (1, 2)))
+    assert (param.out_sharding, param.out_split) == ((2, 1), (1, 2))
 
 
 @settings(max_examples=60, deadline=None)

@@ -22,7 +22,8 @@ in ``tx8lab.core.ops`` maps ``"tx8be.<Name>"`` to an instance.
   ``tx8lab.hw.cost`` (NE MACs from :meth:`OpDef.ne_shape`, CT work from
   :meth:`OpDef.vector_ops_per_element`) |
 | ``tileShardingSplit`` | :meth:`OpDef.tile_sharding_split` over :class:`ShardingSplitParam`
-  (BatchNorm_Inference has the seed's code; a stub elsewhere) |
+  (BatchNorm_Inference has the seed's code; every other family maps operand dims through
+  :meth:`OpDef.operand_dims`, see ``tx8lab.core.schedule.sharding``) |
 | ``backWindow`` / ``genOpCode`` | stubs that raise ``NotImplementedError`` naming the op and
   the issue that fills them |
 
