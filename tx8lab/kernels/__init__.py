@@ -1,7 +1,10 @@
 """Kernel models: FlashAttention, the BatchNorm walkthrough, the loop-fusion explorer.
 
 Covers FlashAttention forward and backward (seed 004), the BatchNorm worked example
-(seed 001) and affine loop fusion (seed 003); see DESIGN.md §1. The loop-fusion explorer
-is :mod:`tx8lab.kernels.loop_fusion`; FlashAttention and BatchNorm come with their issue.
+(seed 001) and affine loop fusion (seed 003); see DESIGN.md §1:
+:mod:`tx8lab.kernels.flash_attention` (numerics, templates and tiling key, the NE/CGRA
+timeline), :mod:`tx8lab.kernels.batchnorm` (the seed's ten steps on byte images, main.c),
+:mod:`tx8lab.kernels.testcase` (the seed's test-case generator) and
+:mod:`tx8lab.kernels.loop_fusion`.
 Modules here are pure computation and never import ``tx8lab.widgets``.
 """
