@@ -1,8 +1,8 @@
 """TX8 hardware description: chip/tile configuration and presets (DESIGN.md §6).
 
 ``ChipConfig``/``TileConfig`` are frozen dataclasses passed explicitly to every pass; the
-numbers for the TX81, each with its source, are in ``tx8lab.hw.presets``. The cost model
-(``hw/cost.py``) arrives with the passes that need it.
+numbers for the TX81, each with its source, are in ``tx8lab.hw.presets``. The tile cost
+model is :mod:`tx8lab.hw.cost` (cycles of an op slice per engine, with ``explain``).
 """
 
 from __future__ import annotations
