@@ -123,3 +123,47 @@ def test_cli_writes_a_perfetto_trace(tmp_path: Path, capsys: pytest.CaptureFixtu
     code = main(["run", "tiny_cnn", "--until", "group-mapping", "--trace", str(trace)])
     assert code == 2
     assert "--trace needs the group-cost pass" in capsys.readouterr().err
+
+
+def test_search_knob_never_loses_to_the_default_and_reports_the_search() -> None:
+    module = _grouped("tiny_transformer_block")
+    default = _cost(module)
+    searched = _cost(module, "group-cost.search=search")
+    exhaustive = _cost(module, "group-cost.search=exhaustive")
+    d_entries = default.result.artifacts["groups"]
+    s_entries = searched.result.artifacts["groups"]
+    e_entries = exhaustive.result.artifacts["groups"]
+    for d, s, e in zip(d_entries, s_entries, e_entries, strict=True):
+        assert e["cycles"] <= s["cycles"] <= d["cycles"]
+        assert d["candidates_evaluated"] == d["search_space_size"] == 1
+        assert d["template_hit"] is False
+        assert (s["template_hit"] and s["candidates_evaluated"] == 0) or (
+            1 <= s["candidates_evaluated"] <= s["search_space_size"]
+        )
+        assert e["candidates_evaluated"] <= e["search_space_size"] == s["search_space_size"]
+    assert int(searched.stats["total_cycles"]) < int(default.stats["total_cycles"])
+    assert "candidates_evaluated" not in default.stats
+    assert searched.stats["candidates_evaluated"] == sum(
+        e["candidates_evaluated"] for e in s_entries
+    )
+    assert "best of" in searched.result.decisions[0].reason
+
+
+def test_search_reuses_identical_layers_through_the_template_cache() -> None:
+    module = _grouped("bert_base")
+    step = _cost(module, "group-cost.search=search")
+    entries = step.result.artifacts["groups"]
+    hits = [e for e in entries if e["template_hit"]]
+    assert step.stats["template_hits"] == len(hits)
+    assert step.stats["template_hit_rate"] == pytest.approx(len(hits) / len(entries), abs=1e-4)
+    # 12 identical layers: most groups are hits, searched once each
+    assert len(hits) / len(entries) > 0.8
+    assert all(e["candidates_evaluated"] == 0 for e in hits)
+    assert set(step.result.artifacts["searches"]) == {
+        e["id"] for e in entries if not e["template_hit"]
+    }
+    usable = TX81.tile.spm_usable_bytes
+    assert all(e["spm_lower_bound_bytes"] <= e["spm_peak_bytes"] <= usable for e in entries)
+    assert "template cache" in next(
+        d.reason for d in step.result.decisions if d.op_id == hits[0]["id"]
+    )

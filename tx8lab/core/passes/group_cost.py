@@ -6,10 +6,13 @@ per candidate)"); the stages are :mod:`tx8lab.core.schedule`.
 
 For each top-level ``tx8be.Group``, in program order:
 
-1. the strategy: the documented default of
+1. the strategy: with ``search=default`` (the default knob) the documented default of
    :func:`~tx8lab.core.schedule.slicing.default_strategy` (shard the largest parallel dim
-   over the tiles, then split in time until the group fits in SPM); the strategy search
-   over candidates is a later pass and plugs in here;
+   over the tiles, then split in time until the group fits in SPM); with ``search=search``
+   or ``exhaustive`` the best candidate of
+   :func:`~tx8lab.core.schedule.search.search_group` (sharding levels x split tries,
+   propagated; statuses, pruning and budget in that module), looked up first in a
+   template cache shared by the groups of one run (identical layers are searched once);
 2. :func:`~tx8lab.core.schedule.slicing.schedule_input` (the init pipeline with Repeat
    nodes and buffers, task cycles from the tile cost model);
 3. :func:`~tx8lab.core.schedule.pipeline.sw_pipeline` (retraction, engine slots);
@@ -29,6 +32,12 @@ Readings chosen:
 - The report's ``sharding`` / ``split`` of a group map each body op id to its tiles per
   iteration dim and its temporal splits per iteration dim (the op library's
   ``iter_dims`` order).
+- ``search`` stays ``default`` by default so existing reports and figures do not change;
+  ``search`` never does worse than it (the default strategy is its first candidate). The
+  search allocates with the seed's first fit (falling back to ``best`` on overflow); the
+  chosen strategy is re-allocated with the ``alloc`` knob for the report. Report entries
+  carry ``candidates_evaluated`` (1 for ``default``, 0 on a template hit),
+  ``search_space_size`` and ``template_hit``.
 - A group that cannot fit in SPM even fully split is an error that names the group and
   its largest buffers (from slicing or from the allocator), never a silently wrong cost.
 """
@@ -40,6 +49,7 @@ from typing import Any, ClassVar
 
 from tx8lab.core.ir import Module, Op
 from tx8lab.core.pipeline import Decision, Pass, PassResult, knob
+from tx8lab.core.schedule.search import MODES, SearchResult, TemplateCache
 from tx8lab.hw.config import ChipConfig
 
 
@@ -60,6 +70,15 @@ class GroupCost(Pass):
     """Which :func:`~tx8lab.core.schedule.spm_alloc.allocate` strategy places the buffers."""
     alloc_time_limit_s: float = knob(1.0, "time limit per group for alloc=best", min=0.01)
     """The best allocator is anytime: it keeps the best packing found within the limit."""
+    search: str = knob(
+        "default",
+        "strategy: default (one documented strategy), search (pruned, budgeted) or exhaustive",
+        choices=MODES,
+    )
+    """:func:`~tx8lab.core.schedule.search.search_group` mode; ``default`` is the behaviour
+    before the search existed."""
+    search_budget_s: float = knob(2.0, "time budget per searched group (search mode)", min=0.0)
+    """The search stops between candidates once this is spent and a candidate fits."""
 
     def run(self, module: Module, hw: ChipConfig) -> PassResult:
         from tx8lab.core.schedule.estimate import estimate_model
@@ -70,14 +89,18 @@ class GroupCost(Pass):
         barriers: list[bool] = []
         details: dict[int, dict[str, Any]] = {}
         functions = []
+        cache = TemplateCache()
+        searches: dict[int, SearchResult] = {}
         for func in module.functions:
             ops = []
             for op in func.ops:
                 if op.kind != "tx8be.Group":
                     ops.append(op)
                     continue
-                done = self._schedule(op, hw)
+                done = self._schedule(op, hw, cache)
                 details[op.id] = done
+                if done["search"] is not None:
+                    searches[op.id] = done["search"]
                 estimates.append(done["estimate"])
                 barriers.append(op.attrs.get("need_barrier", True) is not False)
                 entries.append(done["entry"])
@@ -95,6 +118,11 @@ class GroupCost(Pass):
             "barriers": sum(barriers),
             "spm_peak_bytes": max((e["spm_peak_bytes"] for e in entries), default=0),
         }
+        if self.search != "default":
+            stats["candidates_evaluated"] = sum(e["candidates_evaluated"] for e in entries)
+            stats["template_hits"] = cache.hits
+            stats["template_hit_rate"] = round(cache.hit_rate, 4)
+            stats["search_time_s"] = round(sum(r.time_s for r in searches.values()), 4)
         for entry in entries:
             key = f"limited_by_{entry['limiting_engine']}"
             stats[key] = int(stats.get(key, 0)) + 1
@@ -107,28 +135,71 @@ class GroupCost(Pass):
             "schedule_inputs": {gid: d["input"] for gid, d in details.items()},
             "allocations": {gid: d["allocation"] for gid, d in details.items()},
             "strategies": {gid: d["strategy"] for gid, d in details.items()},
+            "searches": searches,
+            "template_cache": cache,
         }
         return PassResult(new, tuple(decisions), stats, artifacts)
 
-    def _schedule(self, group: Op, hw: ChipConfig) -> dict[str, Any]:
+    def _schedule(self, group: Op, hw: ChipConfig, cache: TemplateCache) -> dict[str, Any]:
         """Every stage for one group; the pieces for artifacts, the report and a Decision."""
         from tx8lab.core.schedule.estimate import estimate_group, report_fields
         from tx8lab.core.schedule.lifetimes import spm_lifetimes
         from tx8lab.core.schedule.pipeline import sw_pipeline
+        from tx8lab.core.schedule.search import run_stages, search_group, space_size
         from tx8lab.core.schedule.slicing import default_strategy, loop_counts, schedule_input
         from tx8lab.core.schedule.spm_alloc import allocate
 
-        strategy = default_strategy(group, hw, multi_buffer=self.multi_buffer)
-        inp = schedule_input(group, None, hw, multi_buffer=self.multi_buffer)
-        timeline = sw_pipeline(inp, retract=self.retract, multi_buffer=self.multi_buffer)
-        lifetimes = spm_lifetimes(timeline, inp)
-        allocation = allocate(
-            lifetimes,
-            hw.tile.spm_usable_bytes,
-            strategy=self.alloc,
-            time_limit_s=self.alloc_time_limit_s,
-        )
-        estimate = estimate_group(timeline)
+        found: SearchResult | None = None
+        hit = False
+        evaluated, size = 1, 1
+        if self.search == "default":
+            strategy = default_strategy(group, hw, multi_buffer=self.multi_buffer)
+            inp = schedule_input(group, None, hw, multi_buffer=self.multi_buffer)
+            timeline = sw_pipeline(inp, retract=self.retract, multi_buffer=self.multi_buffer)
+            lifetimes = spm_lifetimes(timeline, inp)
+            allocation = allocate(
+                lifetimes,
+                hw.tile.spm_usable_bytes,
+                strategy=self.alloc,
+                time_limit_s=self.alloc_time_limit_s,
+            )
+            estimate = estimate_group(timeline)
+        else:
+            settings = (self.search, self.multi_buffer, self.retract, hw.name)
+            cached = cache.lookup(group, settings)
+            if cached is not None:
+                strategy, hit, evaluated = cached, True, 0
+                size = space_size(group, hw)
+            else:
+                found = search_group(
+                    group,
+                    hw,
+                    mode=self.search,
+                    budget_s=self.search_budget_s,
+                    multi_buffer=self.multi_buffer,
+                    retract=self.retract,
+                )
+                assert found.best is not None
+                assert found.best.strategy is not None
+                strategy = found.best.strategy
+                evaluated, size = found.evaluated, found.space_size
+                cache.store(group, settings, strategy)
+            done = run_stages(
+                group,
+                strategy,
+                hw,
+                retract=self.retract,
+                multi_buffer=self.multi_buffer,
+                alloc=self.alloc,
+                alloc_time_limit_s=self.alloc_time_limit_s,
+            )
+            inp, timeline, allocation, estimate = (
+                done.input,
+                done.timeline,
+                done.allocation,
+                done.estimate,
+            )
+            lifetimes = list(allocation.lifetimes)
         loops = loop_counts(group, strategy, hw)
         entry: dict[str, Any] = {
             "id": group.id,
@@ -140,6 +211,9 @@ class GroupCost(Pass):
             "spm_peak_bytes": int(allocation.peak),
             "spm_lower_bound_bytes": int(allocation.lower_bound),
             "buffers": len(lifetimes),
+            "candidates_evaluated": evaluated,
+            "search_space_size": size,
+            "template_hit": hit,
         }
         looping = {stage: n for stage, n in loops.items() if n > 1}
         reason = (
@@ -149,6 +223,12 @@ class GroupCost(Pass):
             + f"; SPM peak {entry['spm_peak_bytes']} B ({self.alloc} allocator, lower bound "
             f"{entry['spm_lower_bound_bytes']} B)"
         )
+        if self.search != "default":
+            reason += (
+                f"; strategy from the template cache ({size} candidates in the space)"
+                if hit
+                else f"; {self.search}: best of {evaluated} evaluated of {size} candidates"
+            )
         decision = self.decide(
             group.id,
             f"{entry['cycles']} cycles",
@@ -164,6 +244,7 @@ class GroupCost(Pass):
             "input": inp,
             "allocation": allocation,
             "strategy": strategy,
+            "search": found,
         }
 
     def check(self, module: Module) -> list[str]:
