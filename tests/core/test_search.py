@@ -63,8 +63,8 @@ def _agreement(name: str, hw: ChipConfig = TX81) -> tuple[int, int, int, int]:
 
 @pytest.mark.parametrize(
     ("name", "groups", "found"),
-    # measured: tiny_cnn 5/5 (6% of the space evaluated), tiny_transformer_block 11/11
-    # (14%), layout_align_demo 17/18 (11%; group %31 ends at 10503 cycles where the
+    # measured: tiny_cnn 5/5 (7% of the space evaluated), tiny_transformer_block 11/11
+    # (17%), layout_align_demo 17/18 (15%; group %31 ends at 10503 cycles where the
     # exhaustive optimum is 10106 on a lower level the pruning rule drops)
     [("tiny_cnn", 5, 5), ("tiny_transformer_block", 11, 11), ("layout_align_demo", 18, 17)],
 )
