@@ -34,7 +34,6 @@ Readings chosen where the seed is vague:
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
 
 from tx8lab.errors import Tx8labError
@@ -48,6 +47,7 @@ from tx8lab.kernels.flash_attention.timeline import (
     TileTimeline,
     _elem_bytes,
     _Sim,
+    split_units,
 )
 
 #: fp32 vector ops per score element to recompute P: scale, subtract lse, exp, cast P.
@@ -96,24 +96,7 @@ def _col_pairs(cfg: FaConfig) -> list[list[int]]:
 def split_fag_work(cfg: FaConfig, tiles: int) -> list[list[tuple[int, int]]]:
     """(head, key block) units per tile."""
     cols = _col_pairs(cfg)
-    heads = cfg.b * cfg.n1
-    out: list[list[tuple[int, int]]] = [[] for _ in range(tiles)]
-    if cfg.split == "bn":
-        for h in range(heads):
-            out[h % tiles].extend((h, j) for j in range(len(cols)) if cols[j])
-        return out
-    units = sorted(
-        ((len(cols[j]), h, j) for h in range(heads) for j in range(len(cols)) if cols[j]),
-        key=lambda u: (-u[0], u[1], u[2]),
-    )
-    load = [(0, t) for t in range(tiles)]
-    for weight, h, j in units:
-        done, t = heapq.heappop(load)
-        out[t].append((h, j))
-        heapq.heappush(load, (done + weight, t))
-    for units_t in out:
-        units_t.sort()
-    return out
+    return split_units([len(c) for c in cols], cfg.b * cfg.n1, tiles, cfg.split)
 
 
 def simulate_fag_tile(

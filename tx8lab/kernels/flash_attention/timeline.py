@@ -221,17 +221,26 @@ def split_work(cfg: FaConfig, tiles: int) -> list[list[tuple[int, int]]]:
         >>> [len(u) for u in split_work(cfg, 16)][:2], max(len(u) for u in split_work(cfg, 16))
         ([16, 16], 16)
     """
-    rows = _row_pairs(cfg)
-    heads = cfg.b * cfg.n1
+    return split_units(_row_pairs(cfg), cfg.b * cfg.n1, tiles, cfg.split)
+
+
+def split_units(
+    weights: list[int], heads: int, tiles: int, split: str
+) -> list[list[tuple[int, int]]]:
+    """(head, block) units per tile; ``weights[i]`` is block i's pair count (0: no work).
+
+    ``bn``: whole heads round robin; ``bns1``: blocks longest-first onto the least loaded
+    tile. The forward splits row blocks, the backward key blocks.
+    """
     out: list[list[tuple[int, int]]] = [[] for _ in range(tiles)]
-    if cfg.split == "bn":
+    if split == "bn":
         for h in range(heads):
-            out[h % tiles].extend((h, i) for i in range(len(rows)) if rows[i])
+            out[h % tiles].extend((h, i) for i in range(len(weights)) if weights[i])
         return out
-    if cfg.split != "bns1":
-        raise Tx8labError(f"FA split must be 'bn' or 'bns1', got {cfg.split!r}")
+    if split != "bns1":
+        raise Tx8labError(f"FA split must be 'bn' or 'bns1', got {split!r}")
     units = sorted(
-        ((rows[i], h, i) for h in range(heads) for i in range(len(rows)) if rows[i]),
+        ((weights[i], h, i) for h in range(heads) for i in range(len(weights)) if weights[i]),
         key=lambda u: (-u[0], u[1], u[2]),
     )
     load = [(0, t) for t in range(tiles)]
@@ -619,6 +628,7 @@ __all__ = [
     "model",
     "search",
     "simulate_tile",
+    "split_units",
     "split_work",
     "spm_bytes",
 ]
