@@ -42,9 +42,12 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from tx8lab.errors import Tx8labError
+
+if TYPE_CHECKING:
+    from tx8lab.hw.config import ChipConfig
 
 PROG = "tx8lab"
 #: The notebook ``tx8lab lab`` opens, relative to the source checkout.
@@ -146,17 +149,37 @@ def _load(args: argparse.Namespace) -> tuple[Any, str, dict[str, str]]:
     return build(source, **model_args), source, model_args
 
 
-def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
-    from tx8lab.core.passes import build_pipeline
-    from tx8lab.core.pipeline import parse_knob_settings, run_pipeline
-    from tx8lab.core.report import build_report, write_report
-    from tx8lab.core.text import print_module
+def _hw_from_args(args: argparse.Namespace) -> tuple[ChipConfig, dict[str, str]]:
+    """The preset ``--hw`` names with the ``--hw-set`` overrides, and those overrides."""
     from tx8lab.hw import get_preset
 
     hw_overrides = _pairs(args.hw_set, "--hw-set", "tile.spm_bytes=2Mi")
     hw = get_preset(args.hw)
     if hw_overrides:
         hw = hw.with_overrides(hw_overrides)
+    return hw, hw_overrides
+
+
+def _add_hw_arguments(parser: argparse.ArgumentParser, preset_help: str, example: str) -> None:
+    """``--hw PRESET`` and the repeatable ``--hw-set KEY=VALUE`` of a subcommand."""
+    from tx8lab.hw import DEFAULT_PRESET
+
+    parser.add_argument("--hw", default=DEFAULT_PRESET, metavar="PRESET", help=preset_help)
+    parser.add_argument(
+        "--hw-set",
+        action="append",
+        metavar="KEY=VALUE",
+        help=f"override a hardware field, e.g. {example} (repeatable)",
+    )
+
+
+def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
+    from tx8lab.core.passes import build_pipeline
+    from tx8lab.core.pipeline import parse_knob_settings, run_pipeline
+    from tx8lab.core.report import build_report, write_report
+    from tx8lab.core.text import print_module
+
+    hw, hw_overrides = _hw_from_args(args)
     names = [n.strip() for n in args.passes.split(",") if n.strip()] if args.passes else None
     knobs = parse_knob_settings(args.set or [])
     pipeline = build_pipeline(names, knobs)
@@ -239,7 +262,6 @@ def _write_trace(path: str, steps: Sequence[Any], hw: Any) -> None:
 
 
 def _cmd_fuse(args: argparse.Namespace, out: TextIO) -> int:
-    from tx8lab.hw import get_preset
     from tx8lab.kernels.loop_fusion import (
         DEFAULT_TOLERANCE,
         FusionOptions,
@@ -257,10 +279,7 @@ def _cmd_fuse(args: argparse.Namespace, out: TextIO) -> int:
             f"{path}: fusion needs a function with two or more affine.for nests; "
             f"nests per function: {names}"
         )
-    hw_overrides = _pairs(args.hw_set, "--hw-set", "tile.spm_bytes=2Mi")
-    hw = get_preset(args.hw)
-    if hw_overrides:
-        hw = hw.with_overrides(hw_overrides)
+    hw, _ = _hw_from_args(args)
     tolerance = DEFAULT_TOLERANCE if args.compute_tolerance is None else args.compute_tolerance
     options = FusionOptions(compute_tolerance=tolerance, maximal=args.maximal, mode=args.mode)
     data = report(funcs, options, hw)
@@ -309,7 +328,6 @@ def _cmd_fuse(args: argparse.Namespace, out: TextIO) -> int:
 def _cmd_fa(args: argparse.Namespace, out: TextIO) -> int:
     from dataclasses import replace
 
-    from tx8lab.hw import get_preset
     from tx8lab.kernels.flash_attention.timeline import (
         BOARD,
         SCHEDULES,
@@ -320,10 +338,7 @@ def _cmd_fa(args: argparse.Namespace, out: TextIO) -> int:
     )
 
     shape = _ints(args.shape, 4, "--shape", "B,N,S,D e.g. 1,28,2048,128")
-    hw_overrides = _pairs(args.hw_set, "--hw-set", "tile.spm_bytes=2Mi")
-    hw = get_preset(args.hw)
-    if hw_overrides:
-        hw = hw.with_overrides(hw_overrides)
+    hw, _ = _hw_from_args(args)
     b, n, s, d = shape
     pp, di, sync = SCHEDULES[args.schedule]
     cfg = FaConfig(
@@ -510,17 +525,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="OUT.html",
         help="write a standalone HTML page: passes, graph, groups, timelines, SPM Gantts",
     )
-    run.add_argument(
-        "--hw",
-        default=DEFAULT_PRESET,
-        metavar="PRESET",
-        help=f"hardware preset ({', '.join(sorted(PRESETS))}; default {DEFAULT_PRESET})",
-    )
-    run.add_argument(
-        "--hw-set",
-        action="append",
-        metavar="KEY=VALUE",
-        help="override a hardware field, e.g. tile.spm_bytes=2Mi (repeatable)",
+    _add_hw_arguments(
+        run,
+        f"hardware preset ({', '.join(sorted(PRESETS))}; default {DEFAULT_PRESET})",
+        "tile.spm_bytes=2Mi",
     )
     run.add_argument("--no-verify", action="store_true", help="skip the verifier after each pass")
     run.set_defaults(func=_cmd_run)
@@ -555,17 +563,10 @@ def build_parser() -> argparse.ArgumentParser:
     fuse.add_argument(
         "--print-fused", action="store_true", help="print the fused function (MLIR) too"
     )
-    fuse.add_argument(
-        "--hw",
-        default=DEFAULT_PRESET,
-        metavar="PRESET",
-        help=f"hardware preset for the SPM view ({', '.join(sorted(PRESETS))})",
-    )
-    fuse.add_argument(
-        "--hw-set",
-        action="append",
-        metavar="KEY=VALUE",
-        help="override a hardware field, e.g. tile.spm_bytes=2Mi (repeatable)",
+    _add_hw_arguments(
+        fuse,
+        f"hardware preset for the SPM view ({', '.join(sorted(PRESETS))})",
+        "tile.spm_bytes=2Mi",
     )
     fuse.set_defaults(func=_cmd_fuse)
 
@@ -599,17 +600,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--backward", action="store_true", help="also model the backward pass at that tiling"
     )
     fa.add_argument("--json", metavar="OUT.json", help="write the JSON report")
-    fa.add_argument(
-        "--hw",
-        default=DEFAULT_PRESET,
-        metavar="PRESET",
-        help=f"hardware preset ({', '.join(sorted(PRESETS))})",
-    )
-    fa.add_argument(
-        "--hw-set",
-        action="append",
-        metavar="KEY=VALUE",
-        help="override a hardware field, e.g. tile.command_issue_s=0.5e-6 (repeatable)",
+    _add_hw_arguments(
+        fa,
+        f"hardware preset ({', '.join(sorted(PRESETS))})",
+        "tile.command_issue_s=0.5e-6",
     )
     fa.set_defaults(func=_cmd_fa)
 
