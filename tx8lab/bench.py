@@ -242,6 +242,13 @@ def schedule_figures(module: Module) -> dict[str, Any]:
     }
 
 
+def _start_zoo_table(zoo: Any, header: str) -> list[tuple[str, Callable[[], Module]]]:
+    """Print a table's header and rule; every zoo model at its default size, as cases."""
+    print(header)
+    print("-" * len(header))
+    return [(name, functools.partial(zoo.build, name)) for name in zoo.MODELS]
+
+
 def _schedule_table(zoo: Any) -> None:
     print(
         "\ngroup-cost (default strategy, sw-pipeline, best allocator): per model; barriers "
@@ -251,11 +258,7 @@ def _schedule_table(zoo: Any) -> None:
         f"{'case':26} {'ops':>6} {'groups':>6} {'looping':>7} {'total cycles':>13} "
         f"{'latency ms':>10} {'SPM peak B':>11} {'cost ms':>8} {'pipeline ms':>11}  limited by"
     )
-    print(header)
-    print("-" * len(header))
-    cases: list[tuple[str, Callable[[], Module]]] = [
-        (name, functools.partial(zoo.build, name)) for name in zoo.MODELS
-    ]
+    cases = _start_zoo_table(zoo, header)
     cases.append(("resnet50(batch=8)", functools.partial(zoo.build, "resnet50", batch=8)))
     for label, build in cases:
         row = schedule_figures(build())
@@ -334,11 +337,7 @@ def _group_table(zoo: Any) -> None:
         f"{'(total)':>7} {'mv-const ms':>11} {'c-norm ms':>9} {'pattern ms':>10} "
         f"{'hdfg ms':>8} {'rest ms':>8}"
     )
-    print(header)
-    print("-" * len(header))
-    cases: list[tuple[str, Callable[[], Module]]] = [
-        (name, functools.partial(zoo.build, name)) for name in zoo.MODELS
-    ]
+    cases = _start_zoo_table(zoo, header)
     cases.append(("synthetic 10000", functools.partial(synthetic_module, 10_000)))
     for label, build in cases:
         row = group_figures(build())
@@ -364,11 +363,7 @@ def _layout_table(zoo: Any, quick: bool) -> None:
         f"{'case':34} {'ops':>7} {'greedy':>7} {'(opt)':>6} {'optimal':>8} {'(opt)':>6} "
         f"{'greedy ms':>10} {'optimal ms':>11} {'init+transmit ms':>17} {'defaulted':>9}"
     )
-    print(header)
-    print("-" * len(header))
-    cases: list[tuple[str, Callable[[], Module]]] = [
-        (name, functools.partial(zoo.build, name)) for name in zoo.MODELS
-    ]
+    cases = _start_zoo_table(zoo, header)
     cases.append(
         ("llama_decoder(layers=32)", functools.partial(zoo.build, "llama_decoder", layers=32))
     )
