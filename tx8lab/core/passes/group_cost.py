@@ -146,15 +146,14 @@ class GroupCost(Pass):
         from tx8lab.core.schedule.lifetimes import spm_lifetimes
         from tx8lab.core.schedule.pipeline import sw_pipeline
         from tx8lab.core.schedule.search import run_stages, search_group, space_size
-        from tx8lab.core.schedule.slicing import default_strategy, loop_counts, schedule_input
+        from tx8lab.core.schedule.slicing import default_schedule, loop_counts
         from tx8lab.core.schedule.spm_alloc import allocate
 
         found: SearchResult | None = None
         hit = False
         evaluated, size = 1, 1
         if self.search == "default":
-            strategy = default_strategy(group, hw, multi_buffer=self.multi_buffer)
-            inp = schedule_input(group, None, hw, multi_buffer=self.multi_buffer)
+            strategy, inp = default_schedule(group, hw, multi_buffer=self.multi_buffer)
             timeline = sw_pipeline(inp, retract=self.retract, multi_buffer=self.multi_buffer)
             lifetimes = spm_lifetimes(timeline, inp)
             allocation = allocate(

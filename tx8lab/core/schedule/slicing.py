@@ -690,14 +690,25 @@ def schedule_input(
     ``strategy`` None takes :func:`default_strategy` (``multi_buffer`` copies per looping
     buffer in its fit test); its choices are in ``ScheduleInput.notes``.
     """
-    body = _Body(group_op)
-    extra: list[str] = []
     if strategy is None:
-        strategy, extra = _default(body, hw, multi_buffer)
+        return default_schedule(group_op, hw, multi_buffer=multi_buffer)[1]
+    si, _ = _build(_Body(group_op), strategy, hw, with_cost=True)
+    return si
+
+
+def default_schedule(
+    group_op: Op, hw: ChipConfig, *, multi_buffer: int = 2
+) -> tuple[Strategy, ScheduleInput]:
+    """:func:`default_strategy` and its init pipeline, computed once.
+
+    The input's ``notes`` say how the default was chosen.
+    """
+    body = _Body(group_op)
+    strategy, extra = _default(body, hw, multi_buffer)
     si, _ = _build(body, strategy, hw, with_cost=True)
     if extra:
         si = ScheduleInput(si.group_id, si.nodes, si.buffers, si.tiles, (*si.notes, *extra))
-    return si
+    return strategy, si
 
 
 def default_strategy(group_op: Op, hw: ChipConfig, *, multi_buffer: int = 2) -> Strategy:
@@ -937,6 +948,7 @@ __all__ = [
     "OpPlan",
     "SlicePlan",
     "cost_figures",
+    "default_schedule",
     "default_strategy",
     "engine_busy_cycles",
     "groups_of",
