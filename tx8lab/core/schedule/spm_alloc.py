@@ -436,24 +436,33 @@ def first_fit(
     """
     aligned = alignments or {}
     offsets = {lt.id: 0 for lt in lifetimes if not _is_live(lt)}
-    placed: list[tuple[Lifetime, int]] = []
+    # placed intervals as arrays: one vectorised overlap test per placement (numpy)
+    n = len(lifetimes)
+    p_lower = np.empty(n, np.int64)
+    p_upper = np.empty(n, np.int64)
+    p_lo = np.empty(n, np.int64)
+    p_hi = np.empty(n, np.int64)
+    m = 0
     for i in order:
         lt = lifetimes[i]
         if not _is_live(lt):
             continue
         align = _alignment(aligned, lt)
-        busy = sorted(
-            (off, off + other.size)
-            for other, off in placed
-            if other.lower < lt.upper and lt.lower < other.upper
-        )
+        hit = (p_lower[:m] < lt.upper) & (lt.lower < p_upper[:m])
+        lo, hi = p_lo[:m][hit], p_hi[:m][hit]
         candidate = 0
-        for lo, hi in busy:
-            if candidate + lt.size <= lo:
-                break
-            candidate = max(candidate, -(-hi // align) * align)
+        if lo.size:
+            # the seed's walk over the busy intervals by offset, vectorised: the candidate
+            # before interval k is the running max of the aligned ends before it; the
+            # first interval that leaves room below it stops the walk
+            by = np.argsort(lo, kind="stable")
+            lo, ends = lo[by], -(-hi[by] // align) * align
+            before = np.maximum.accumulate(np.concatenate(([0], ends)))
+            room = np.flatnonzero(before[:-1] + lt.size <= lo)
+            candidate = int(before[room[0]] if room.size else before[-1])
         offsets[lt.id] = candidate
-        placed.append((lt, candidate))
+        p_lower[m], p_upper[m], p_lo[m], p_hi[m] = lt.lower, lt.upper, candidate, candidate + lt.size
+        m += 1
     return {lt.id: offsets[lt.id] for lt in lifetimes}
 
 
