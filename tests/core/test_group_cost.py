@@ -135,8 +135,9 @@ def test_search_knob_never_loses_to_the_default_and_reports_the_search() -> None
     e_entries = exhaustive.result.artifacts["groups"]
     for d, s, e in zip(d_entries, s_entries, e_entries, strict=True):
         assert e["cycles"] <= s["cycles"] <= d["cycles"]
-        assert d["candidates_evaluated"] == d["search_space_size"] == 1
-        assert d["template_hit"] is False
+        assert d["search_space_size"] == 1
+        # default mode reuses identical groups too: a hit evaluates nothing
+        assert d["candidates_evaluated"] == (0 if d["template_hit"] else 1)
         assert (s["template_hit"] and s["candidates_evaluated"] == 0) or (
             1 <= s["candidates_evaluated"] <= s["search_space_size"]
         )
@@ -167,3 +168,79 @@ def test_search_reuses_identical_layers_through_the_template_cache() -> None:
     assert "template cache" in next(
         d.reason for d in step.result.decisions if d.op_id == hits[0]["id"]
     )
+
+
+def test_template_hits_reuse_the_schedule_and_compute_their_stages_on_demand() -> None:
+    module = _grouped("llama_decoder", layers=2)
+    step = _cost(module)
+    entries = step.result.artifacts["groups"]
+    hits = [e for e in entries if e["template_hit"]]
+    assert hits, "two identical layers give template hits"
+    assert step.stats["template_hits"] == len(hits)
+    timelines = step.result.artifacts["timelines"]
+    allocations = step.result.artifacts["allocations"]
+    inputs = step.result.artifacts["schedule_inputs"]
+    assert list(timelines) == [e["id"] for e in entries]
+    model = step.result.artifacts["model"]
+    assert [g.group_id for g in model.groups] == [e["id"] for e in entries]
+    for e in hits[:3]:
+        template = next(t for t in entries if t["id"] == e["template_of"])
+        assert not template["template_hit"]
+        assert (e["cycles"], e["spm_peak_bytes"], e["loops"]) == (
+            template["cycles"],
+            template["spm_peak_bytes"],
+            template["loops"],
+        )
+        # the hit's own stages, scheduled when first read, name its own ops and agree
+        timeline = timelines[e["id"]]
+        assert timeline.group_id == inputs[e["id"]].group_id == e["id"]
+        assert timeline.makespan == e["cycles"]
+        assert {t.op_id for t in timeline.tasks.values()} >= {int(k) for k in e["sharding"]}
+        assert allocations[e["id"]].peak == e["spm_peak_bytes"]
+        assert f"%{e['template_of']}" in next(
+            d.reason for d in step.result.decisions if d.op_id == e["id"]
+        )
+    with pytest.raises(KeyError):
+        timelines[10**9]
+
+
+def test_progress_bar_on_stderr_when_asked(capsys: pytest.CaptureFixture[str]) -> None:
+    module = _grouped("tiny_cnn")
+    _cost(module, "group-cost.progress=on")
+    err = capsys.readouterr().err
+    assert "group-cost (default)" in err
+    assert "group" in err
+    # auto: no bar outside a terminal or notebook, and never for the default strategy
+    _cost(module, "group-cost.search=search")
+    assert "group-cost" not in capsys.readouterr().err
+
+
+def test_group_tag_2_is_neither_split_nor_searched(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Reshape working in DDR (the seed's tag-2 example) next to a Relu that is searched."""
+    from tx8lab.core import Builder
+    from tx8lab.core.ops import OPS
+    from tx8lab.core.ops.registry import OpAttr
+    from tx8lab.core.passes.group_ldst import TAG_DDR
+
+    reshape = OPS["tx8be.Reshape"]
+    monkeypatch.setattr(
+        type(reshape), "op_attr", lambda self, op: OpAttr(need_load=0, need_store=0)
+    )
+    b = Builder()
+    x = b.input((64, 256))
+    r = b.op("Reshape", x, shape=(256, 64))
+    b.output(b.op("Relu", r))
+    grouped = list(
+        run_pipeline(b.finish(), build_pipeline(["group-optimization", "group-ldst"]), TX81)
+    )[-1].after
+    step = _cost(grouped, "group-cost.search=exhaustive")
+    ddr, relu = step.result.artifacts["groups"]
+    groups = [op for op in step.after.main.ops if op.kind == "tx8be.Group"]
+    assert groups[0].attrs["group_tag"] == TAG_DDR
+    assert ddr["search_space_size"] == ddr["candidates_evaluated"] == 1
+    assert all(set(v) == {1} for v in ddr["sharding"].values())
+    assert all(set(v) == {1} for v in ddr["split"].values())
+    assert ddr["id"] not in step.result.artifacts["searches"]
+    assert relu["search_space_size"] > 1
+    assert relu["id"] in step.result.artifacts["searches"]
+    assert "group_tag 2" in step.result.decisions[0].reason

@@ -6,13 +6,21 @@ per candidate)"); the stages are :mod:`tx8lab.core.schedule`.
 
 For each top-level ``tx8be.Group``, in program order:
 
-1. the strategy: with ``search=default`` (the default knob) the documented default of
+0. the template cache (:class:`~tx8lab.core.schedule.search.TemplateCache`, one per run):
+   a group with the same body structure and shapes as one scheduled before reuses that
+   group's strategy (mapped onto its ids by body position) and its schedule (cycles,
+   engines, SPM peak, loops): identical layers (BERT, LLaMA) are scheduled once, in every
+   ``search`` mode. The report marks it ``template_hit`` with ``template_of`` (the group
+   it copies); the hit's own schedule input, timeline and allocation are computed from its
+   mapped strategy when ``artifacts["timelines"][id]`` (or the others) is first read;
+1. the strategy: a ``group_tag`` 2 group (its ops work in DDR; seed GroupCost's bail-out)
+   is neither split nor searched (every op whole on one tile); with ``search=default``
+   (the default knob) the documented default of
    :func:`~tx8lab.core.schedule.slicing.default_strategy` (shard the largest parallel dim
    over the tiles, then split in time until the group fits in SPM); with ``search=search``
    or ``exhaustive`` the best candidate of
    :func:`~tx8lab.core.schedule.search.search_group` (sharding levels x split tries,
-   propagated; statuses, pruning and budget in that module), looked up first in a
-   template cache shared by the groups of one run (identical layers are searched once);
+   propagated; statuses, pruning and budget in that module);
 2. :func:`~tx8lab.core.schedule.slicing.schedule_input` (the init pipeline with Repeat
    nodes and buffers, task cycles from the tile cost model);
 3. :func:`~tx8lab.core.schedule.pipeline.sw_pipeline` (retraction, engine slots);
@@ -36,21 +44,38 @@ Readings chosen:
   ``search`` never does worse than it (the default strategy is its first candidate). The
   search allocates with the seed's first fit (falling back to ``best`` on overflow); the
   chosen strategy is re-allocated with the ``alloc`` knob for the report. Report entries
-  carry ``candidates_evaluated`` (1 for ``default``, 0 on a template hit),
+  carry ``candidates_evaluated`` (1 for ``default`` and ``group_tag`` 2, 0 on a template hit),
   ``search_space_size`` and ``template_hit``.
+- ``model.groups`` (the :class:`~tx8lab.core.schedule.estimate.ModelEstimate`) holds a
+  template hit's estimate as the template's under the hit's group id: the same cycles and
+  engines, but its ``timeline`` names the template's ops; the hit's own timeline is
+  ``artifacts["timelines"][id]``.
+- ``progress`` (``auto``) shows a tqdm bar over the groups when searching in a terminal
+  or a notebook (``TX8LAB_NO_PROGRESS=1`` turns ``auto`` off); it never changes results.
 - A group that cannot fit in SPM even fully split is an error that names the group and
   its largest buffers (from slicing or from the allocator), never a silently wrong cost.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import os
+import sys
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from tx8lab.core.ir import Module, Op
+from tx8lab.core.passes.group_ldst import TAG_DDR
 from tx8lab.core.pipeline import Decision, Pass, PassResult, knob
+from tx8lab.core.schedule.estimate import GroupEstimate
 from tx8lab.core.schedule.search import MODES, SearchResult, TemplateCache
+from tx8lab.core.schedule.tasks import ScheduleInput, Strategy, Timeline
 from tx8lab.hw.config import ChipConfig
+
+if TYPE_CHECKING:
+    from tx8lab.core.schedule.spm_alloc import Allocation
 
 
 @dataclass(frozen=True)
@@ -79,6 +104,12 @@ class GroupCost(Pass):
     before the search existed."""
     search_budget_s: float = knob(2.0, "time budget per searched group (search mode)", min=0.0)
     """The search stops between candidates once this is spent and a candidate fits."""
+    progress: str = knob(
+        "auto",
+        "progress bar over the groups: auto (when searching, in a terminal or notebook)",
+        choices=("auto", "on", "off"),
+    )
+    """A tqdm bar (a widget in Jupyter) with the template hits so far; never changes results."""
 
     def run(self, module: Module, hw: ChipConfig) -> PassResult:
         from tx8lab.core.schedule.estimate import estimate_model
@@ -87,29 +118,36 @@ class GroupCost(Pass):
         decisions: list[Decision] = []
         estimates = []
         barriers: list[bool] = []
-        details: dict[int, dict[str, Any]] = {}
+        strategies: dict[int, Strategy] = {}
         functions = []
         cache = TemplateCache()
+        stages = _Stages(self, hw)
         searches: dict[int, SearchResult] = {}
-        for func in module.functions:
-            ops = []
-            for op in func.ops:
-                if op.kind != "tx8be.Group":
-                    ops.append(op)
-                    continue
-                done = self._schedule(op, hw, cache)
-                details[op.id] = done
-                if done["search"] is not None:
-                    searches[op.id] = done["search"]
-                estimates.append(done["estimate"])
-                barriers.append(op.attrs.get("need_barrier", True) is not False)
-                entries.append(done["entry"])
-                decisions.append(done["decision"])
-                entry = done["entry"]
-                ops.append(
-                    op.with_attrs(cycles=entry["cycles"], spm_peak_bytes=entry["spm_peak_bytes"])
-                )
-            functions.append(func.with_ops(ops) if ops != list(func.ops) else func)
+        groups = [op for func in module.functions for op in func.ops if op.kind == "tx8be.Group"]
+        with _progress(self.progress, len(groups), self.search) as bar:
+            for func in module.functions:
+                ops = []
+                for op in func.ops:
+                    if op.kind != "tx8be.Group":
+                        ops.append(op)
+                        continue
+                    done = self._schedule(op, hw, cache, stages)
+                    strategies[op.id] = done["strategy"]
+                    if done["search"] is not None:
+                        searches[op.id] = done["search"]
+                    estimates.append(done["estimate"])
+                    barriers.append(op.attrs.get("need_barrier", True) is not False)
+                    entries.append(done["entry"])
+                    decisions.append(done["decision"])
+                    entry = done["entry"]
+                    ops.append(
+                        op.with_attrs(
+                            cycles=entry["cycles"], spm_peak_bytes=entry["spm_peak_bytes"]
+                        )
+                    )
+                    bar.update(1)
+                    bar.set_postfix(hits=cache.hits, refresh=False)
+                functions.append(func.with_ops(ops) if ops != list(func.ops) else func)
         model = estimate_model(estimates, hw, need_barrier=barriers)
         stats: dict[str, int | float | str] = {
             "groups_scheduled": len(entries),
@@ -117,11 +155,11 @@ class GroupCost(Pass):
             "latency_s": model.latency_s,
             "barriers": sum(barriers),
             "spm_peak_bytes": max((e["spm_peak_bytes"] for e in entries), default=0),
+            "template_hits": cache.hits,
+            "template_hit_rate": round(cache.hit_rate, 4),
         }
         if self.search != "default":
             stats["candidates_evaluated"] = sum(e["candidates_evaluated"] for e in entries)
-            stats["template_hits"] = cache.hits
-            stats["template_hit_rate"] = round(cache.hit_rate, 4)
             stats["search_time_s"] = round(sum(r.time_s for r in searches.values()), 4)
         for entry in entries:
             key = f"limited_by_{entry['limiting_engine']}"
@@ -131,58 +169,36 @@ class GroupCost(Pass):
             "groups": entries,
             "model": model,
             "need_barrier": tuple(barriers),
-            "timelines": {gid: d["timeline"] for gid, d in details.items()},
-            "schedule_inputs": {gid: d["input"] for gid, d in details.items()},
-            "allocations": {gid: d["allocation"] for gid, d in details.items()},
-            "strategies": {gid: d["strategy"] for gid, d in details.items()},
+            "timelines": _StageView(stages, 1),
+            "schedule_inputs": _StageView(stages, 0),
+            "allocations": _StageView(stages, 2),
+            "strategies": strategies,
             "searches": searches,
             "template_cache": cache,
         }
         return PassResult(new, tuple(decisions), stats, artifacts)
 
-    def _schedule(self, group: Op, hw: ChipConfig, cache: TemplateCache) -> dict[str, Any]:
+    def _schedule(
+        self, group: Op, hw: ChipConfig, cache: TemplateCache, stages: _Stages
+    ) -> dict[str, Any]:
         """Every stage for one group; the pieces for artifacts, the report and a Decision."""
         from tx8lab.core.schedule.estimate import estimate_group, report_fields
         from tx8lab.core.schedule.lifetimes import spm_lifetimes
         from tx8lab.core.schedule.pipeline import sw_pipeline
-        from tx8lab.core.schedule.search import run_stages, search_group, space_size
-        from tx8lab.core.schedule.slicing import default_schedule, loop_counts
+        from tx8lab.core.schedule.search import run_stages, search_group
+        from tx8lab.core.schedule.slicing import default_schedule, loop_counts, unsplit_strategy
         from tx8lab.core.schedule.spm_alloc import allocate
 
+        settings = (self.search, self.multi_buffer, self.retract, self.alloc)
+        cached = cache.lookup_payload(group, settings)
+        if cached is not None:
+            return self._reuse(group, cached[0], cached[1], stages)
         found: SearchResult | None = None
-        hit = False
         evaluated, size = 1, 1
-        if self.search == "default":
-            strategy, inp = default_schedule(group, hw, multi_buffer=self.multi_buffer)
-            timeline = sw_pipeline(inp, retract=self.retract, multi_buffer=self.multi_buffer)
-            lifetimes = spm_lifetimes(timeline, inp)
-            allocation = allocate(
-                lifetimes,
-                hw.tile.spm_usable_bytes,
-                strategy=self.alloc,
-                time_limit_s=self.alloc_time_limit_s,
-            )
-            estimate = estimate_group(timeline)
-        else:
-            settings = (self.search, self.multi_buffer, self.retract, hw.name)
-            cached = cache.lookup(group, settings)
-            if cached is not None:
-                strategy, hit, evaluated = cached, True, 0
-                size = space_size(group, hw)
-            else:
-                found = search_group(
-                    group,
-                    hw,
-                    mode=self.search,
-                    budget_s=self.search_budget_s,
-                    multi_buffer=self.multi_buffer,
-                    retract=self.retract,
-                )
-                assert found.best is not None
-                assert found.best.strategy is not None
-                strategy = found.best.strategy
-                evaluated, size = found.evaluated, found.space_size
-                cache.store(group, settings, strategy)
+        ddr_only = group.attrs.get("group_tag") == TAG_DDR
+        if ddr_only:
+            # the seed's bail-out: a group_tag 2 group is neither split nor searched
+            strategy = unsplit_strategy(group, multi_buffer=self.multi_buffer)
             done = run_stages(
                 group,
                 strategy,
@@ -199,11 +215,51 @@ class GroupCost(Pass):
                 done.estimate,
             )
             lifetimes = list(allocation.lifetimes)
+        elif self.search == "default":
+            strategy, inp = default_schedule(group, hw, multi_buffer=self.multi_buffer)
+            timeline = sw_pipeline(inp, retract=self.retract, multi_buffer=self.multi_buffer)
+            lifetimes = spm_lifetimes(timeline, inp)
+            allocation = allocate(
+                lifetimes,
+                hw.tile.spm_usable_bytes,
+                strategy=self.alloc,
+                time_limit_s=self.alloc_time_limit_s,
+            )
+            estimate = estimate_group(timeline)
+        else:
+            found = search_group(
+                group,
+                hw,
+                mode=self.search,
+                budget_s=self.search_budget_s,
+                multi_buffer=self.multi_buffer,
+                retract=self.retract,
+            )
+            assert found.best is not None
+            assert found.best.strategy is not None
+            strategy = found.best.strategy
+            evaluated, size = found.evaluated, found.space_size
+            done = run_stages(
+                group,
+                strategy,
+                hw,
+                retract=self.retract,
+                multi_buffer=self.multi_buffer,
+                alloc=self.alloc,
+                alloc_time_limit_s=self.alloc_time_limit_s,
+            )
+            inp, timeline, allocation, estimate = (
+                done.input,
+                done.timeline,
+                done.allocation,
+                done.estimate,
+            )
+            lifetimes = list(allocation.lifetimes)
+        stages.ready(group.id, inp, timeline, allocation)
         loops = loop_counts(group, strategy, hw)
         entry: dict[str, Any] = {
             "id": group.id,
-            "sharding": {str(k): list(v.shard) for k, v in strategy.ops.items()},
-            "split": {str(k): list(v.split) for k, v in strategy.ops.items()},
+            **_strategy_fields(strategy),
             "loops": dict(loops),
             "tiles": inp.tiles,
             **report_fields(estimate),
@@ -212,7 +268,7 @@ class GroupCost(Pass):
             "buffers": len(lifetimes),
             "candidates_evaluated": evaluated,
             "search_space_size": size,
-            "template_hit": hit,
+            "template_hit": False,
         }
         looping = {stage: n for stage, n in loops.items() if n > 1}
         reason = (
@@ -222,12 +278,13 @@ class GroupCost(Pass):
             + f"; SPM peak {entry['spm_peak_bytes']} B ({self.alloc} allocator, lower bound "
             f"{entry['spm_lower_bound_bytes']} B)"
         )
-        if self.search != "default":
-            reason += (
-                f"; strategy from the template cache ({size} candidates in the space)"
-                if hit
-                else f"; {self.search}: best of {evaluated} evaluated of {size} candidates"
-            )
+        if ddr_only:
+            reason += "; group_tag 2 (its ops work in DDR): not split, not searched"
+        elif self.search != "default":
+            reason += f"; {self.search}: best of {evaluated} evaluated of {size} candidates"
+        cache.store(
+            group, settings, strategy, _Template(group.id, entry, estimate, reason, inp.notes)
+        )
         decision = self.decide(
             group.id,
             f"{entry['cycles']} cycles",
@@ -239,11 +296,41 @@ class GroupCost(Pass):
             "entry": entry,
             "decision": decision,
             "estimate": estimate,
-            "timeline": timeline,
-            "input": inp,
-            "allocation": allocation,
             "strategy": strategy,
             "search": found,
+        }
+
+    def _reuse(
+        self, group: Op, strategy: Strategy, template: _Template, stages: _Stages
+    ) -> dict[str, Any]:
+        """A template hit: the first identical group's schedule under this group's ids."""
+        stages.defer(group, strategy)
+        entry = {
+            **template.entry,
+            "id": group.id,
+            **_strategy_fields(strategy),
+            "candidates_evaluated": 0,
+            "template_hit": True,
+            "template_of": template.group_id,
+        }
+        reason = (
+            f"{template.reason}; schedule reused from the template cache: same structure and "
+            f"shapes as %{template.group_id}"
+        )
+        decision = self.decide(
+            group.id,
+            f"{entry['cycles']} cycles",
+            reason,
+            related=[int(k) for k in strategy.ops],
+            notes=list(template.notes),
+            template_of=template.group_id,
+        )
+        return {
+            "entry": entry,
+            "decision": decision,
+            "estimate": dataclasses.replace(template.estimate, group_id=group.id),
+            "strategy": strategy,
+            "search": None,
         }
 
     def check(self, module: Module) -> list[str]:
@@ -255,3 +342,118 @@ class GroupCost(Pass):
             for key in ("cycles", "spm_peak_bytes")
             if key not in op.attrs
         ]
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _strategy_fields(strategy: Strategy) -> dict[str, Any]:
+    """The report's ``sharding`` and ``split``: body op id -> factors per iteration dim."""
+    return {
+        "sharding": {str(k): list(v.shard) for k, v in strategy.ops.items()},
+        "split": {str(k): list(v.split) for k, v in strategy.ops.items()},
+    }
+
+
+@dataclass(frozen=True)
+class _Template:
+    """What a template hit reuses from the first group of its structure."""
+
+    group_id: int
+    entry: Mapping[str, Any]
+    estimate: GroupEstimate
+    reason: str
+    notes: tuple[str, ...]
+
+
+class _Stages:
+    """Per-group stage outputs (input, timeline, allocation) for the artifacts.
+
+    A scheduled group's are stored as computed; a template hit's are computed from its
+    mapped strategy when first read (``run_stages``), so a run over 32 identical layers
+    schedules each structure once unless a view asks for a hit group's timeline.
+    """
+
+    def __init__(self, owner: GroupCost, hw: ChipConfig) -> None:
+        self._owner = owner
+        self._hw = hw
+        self.order: list[int] = []
+        self._done: dict[int, tuple[ScheduleInput, Timeline, Allocation]] = {}
+        self._todo: dict[int, tuple[Op, Strategy]] = {}
+
+    def ready(
+        self, group_id: int, inp: ScheduleInput, timeline: Timeline, allocation: Allocation
+    ) -> None:
+        self.order.append(group_id)
+        self._done[group_id] = (inp, timeline, allocation)
+
+    def defer(self, group: Op, strategy: Strategy) -> None:
+        self.order.append(group.id)
+        self._todo[group.id] = (group, strategy)
+
+    def get(self, group_id: int) -> tuple[ScheduleInput, Timeline, Allocation]:
+        got = self._done.get(group_id)
+        if got is not None:
+            return got
+        if group_id not in self._todo:
+            raise KeyError(group_id)
+        from tx8lab.core.schedule.search import run_stages
+
+        group, strategy = self._todo.pop(group_id)
+        owner = self._owner
+        done = run_stages(
+            group,
+            strategy,
+            self._hw,
+            retract=owner.retract,
+            multi_buffer=owner.multi_buffer,
+            alloc=owner.alloc,
+            alloc_time_limit_s=owner.alloc_time_limit_s,
+        )
+        self._done[group_id] = (done.input, done.timeline, done.allocation)
+        return self._done[group_id]
+
+
+class _StageView(Mapping[int, Any]):
+    """``artifacts["timelines"]`` and friends: group id -> one stage output, by program order."""
+
+    def __init__(self, stages: _Stages, index: int) -> None:
+        self._stages = stages
+        self._index = index
+
+    def __getitem__(self, group_id: int) -> Any:
+        return self._stages.get(group_id)[self._index]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._stages.order)
+
+    def __len__(self) -> int:
+        return len(self._stages.order)
+
+
+def _show_progress(setting: str, search: str) -> bool:
+    if setting != "auto":
+        return setting == "on"
+    if search == "default" or os.environ.get("TX8LAB_NO_PROGRESS"):
+        return False
+    if "ipykernel" in sys.modules:
+        return True
+    return sys.stderr.isatty()
+
+
+@contextlib.contextmanager
+def _progress(setting: str, total: int, search: str) -> Iterator[Any]:
+    """A tqdm bar over the groups (tqdm.auto: a widget in Jupyter), or a silent stand-in."""
+    from tqdm.auto import tqdm
+
+    bar = tqdm(
+        total=total,
+        desc=f"group-cost ({search})",
+        unit="group",
+        disable=not _show_progress(setting, search),
+        leave=False,
+    )
+    try:
+        yield bar
+    finally:
+        bar.close()

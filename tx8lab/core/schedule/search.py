@@ -49,7 +49,11 @@ Readings chosen where the seed is vague:
   skipped (``pruned``) when its lower bound — the busiest engine's busy cycles of its
   no-split schedule input — is not below the best cycles found. A makespan is never
   below its busiest engine, and splitting only adds tasks (each with its fixed cost), so
-  no depth of that vector can win. The bound costs one slicing call, not a pipeline. A
+  no depth of that vector can win. The bound costs one slicing call, not a pipeline. The
+  same bound is taken at every depth of the split walk before the pipeline runs: a depth
+  whose busiest engine already reaches the best is skipped (counted as a miss of the walk,
+  never evaluated). Deeper depths are not skipped with it: a split try can move to another
+  dim and hoist a reload, so the bound is not monotone in the depth. A
   level whose every vector is pruned, or whose candidates do not beat the best found
   before it, ends the search (later levels use fewer tiles).
 - **Time budget**: checked between candidates; the search stops when it is spent *and*
@@ -477,8 +481,23 @@ def iter_search(
                     pruned += n_depths - depth
                     break
                 strategy, err, split = build(lj, vi, depth)
+                si: ScheduleInput | None = None
+                fresh = strategy is not None and _key(strategy) not in seen
+                if mode == "search" and best and fresh and strategy is not None:
+                    try:
+                        si = schedule_input(group, strategy, hw, multi_buffer=multi_buffer)
+                    except Tx8labError:
+                        si = None
+                    if si is not None and _busy_bound(si) >= (best[0].cycles or 0):
+                        # this depth cannot win: skipped, and a miss of the walk
+                        pruned += 1
+                        misses += low is not None
+                        if misses >= SPLIT_PATIENCE:
+                            pruned += n_depths - depth - 1
+                            break
+                        continue
                 cand = evaluate(
-                    levels[lj].factor, str(list(vec)), depth, split, strategy, error=err
+                    levels[lj].factor, str(list(vec)), depth, split, strategy, si=si, error=err
                 )
                 yield snapshot(False)
                 if mode != "search":
@@ -593,6 +612,8 @@ class TemplateCache:
     entries: dict[Any, tuple[dict[int, OpStrategy], int]] = field(default_factory=dict)
     hits: int = 0
     misses: int = 0
+    payloads: dict[Any, Any] = field(default_factory=dict)
+    """Whatever the caller stored with a winner (group-cost: the template's schedule)."""
 
     @property
     def hit_rate(self) -> float:
@@ -611,11 +632,23 @@ class TemplateCache:
         ids = _positions(group)
         return Strategy({ids[p]: st for p, st in by_pos.items()}, mb)
 
-    def store(self, group: Op, settings: tuple[Any, ...], strategy: Strategy) -> None:
+    def lookup_payload(self, group: Op, settings: tuple[Any, ...]) -> tuple[Strategy, Any] | None:
+        """:meth:`lookup` plus the payload stored with the winner (a hit or a miss counted)."""
+        strategy = self.lookup(group, settings)
+        if strategy is None:
+            return None
+        return strategy, self.payloads.get((template_key(group), settings))
+
+    def store(
+        self, group: Op, settings: tuple[Any, ...], strategy: Strategy, payload: Any = None
+    ) -> None:
         """Remember ``strategy`` (the winner for ``group``) by body position."""
         index = {op_id: p for p, op_id in enumerate(_positions(group))}
         by_pos = {index[k]: v for k, v in strategy.ops.items()}
-        self.entries[(template_key(group), settings)] = (by_pos, strategy.multi_buffer)
+        key = (template_key(group), settings)
+        self.entries[key] = (by_pos, strategy.multi_buffer)
+        if payload is not None:
+            self.payloads[key] = payload
 
 
 def pareto_front(points: Mapping[int, tuple[int, int]]) -> list[int]:

@@ -711,6 +711,21 @@ def default_schedule(
     return strategy, si
 
 
+def unsplit_strategy(group_op: Op, *, multi_buffer: int = 2) -> Strategy:
+    """Every compute op of the group whole on one tile in one step (no sharding, no split).
+
+    group-cost gives it to ``group_tag`` 2 groups (ops in DDR, "不切分").
+    """
+    body = _Body(group_op)
+    return Strategy(
+        {
+            op.id: OpStrategy((1,) * len(body.dims[op.id]), (1,) * len(body.dims[op.id]))
+            for op in body.compute
+        },
+        multi_buffer,
+    )
+
+
 def default_strategy(group_op: Op, hw: ChipConfig, *, multi_buffer: int = 2) -> Strategy:
     """The documented default (module docstring): shard the largest dim, split until it fits.
 

@@ -461,7 +461,8 @@ def first_fit(
             room = np.flatnonzero(before[:-1] + lt.size <= lo)
             candidate = int(before[room[0]] if room.size else before[-1])
         offsets[lt.id] = candidate
-        p_lower[m], p_upper[m], p_lo[m], p_hi[m] = lt.lower, lt.upper, candidate, candidate + lt.size
+        p_lower[m], p_upper[m] = lt.lower, lt.upper
+        p_lo[m], p_hi[m] = candidate, candidate + lt.size
         m += 1
     return {lt.id: offsets[lt.id] for lt in lifetimes}
 
