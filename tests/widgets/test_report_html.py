@@ -17,10 +17,13 @@ from tx8lab.core.ir import Module
 from tx8lab.core.passes import build_pipeline
 from tx8lab.core.pipeline import Step, run_pipeline
 from tx8lab.core.report import build_report
+from tx8lab.core.schedule.search import search_group
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import TX81
+from tx8lab.widgets.factor_space import levels_frame
 from tx8lab.widgets.render import svg_node_ids
 from tx8lab.widgets.report_html import (
+    SEARCH_BUDGET_S,
     costliest_groups,
     group_table,
     pass_table,
@@ -107,7 +110,8 @@ def test_costliest_groups_get_timeline_gantt_and_mesh(page: str) -> None:
     cycles = {g["id"]: g["cycles"] for g in report["groups"]}
     assert len(top) == 3
     assert [cycles[g] for g in top] == sorted(cycles.values(), reverse=True)[:3]
-    assert page.count(FIGURE_DIV) == 3 * 3  # timeline, SPM Gantt, mesh for each
+    # factor space, timeline, SPM Gantt, mesh for each
+    assert page.count(FIGURE_DIV) == 3 * 4
     positions = [page.index(f"<h3>Group %{gid}:") for gid in top]
     assert positions == sorted(positions)
 
@@ -121,13 +125,42 @@ def test_page_is_standalone(page: str) -> None:
     head = page[: page.index("<body>")]
     assert head.count("<script") == 1
     assert len(head) > 1_000_000
-    assert page.count("<script") == 1 + 9  # plus one newPlot call per figure
+    assert page.count("<script") == 1 + 12  # plus one newPlot call per figure
 
 
-def test_factor_space_is_announced_as_missing(page: str) -> None:
+def test_factor_space_of_each_costliest_group_searched_for_the_page(page: str) -> None:
+    _, steps, report = _run("tiny_cnn")
     section = _section(page, "Factor space")
-    assert "does not exist yet" in section
-    assert FIGURE_DIV not in section
+    top = costliest_groups(report, 3)
+    assert section.count(FIGURE_DIV) == len(top) == 3
+    # the default pipeline does not search: the page searched each group itself
+    assert section.count("searched for this page (the run used search=&#x27;default&#x27;") == 3
+    heads = [section.index(f"<h3>Factor space of group %{gid}</h3>") for gid in top]
+    assert heads == sorted(heads)
+    cost = next(s for s in steps if s.name == "group-cost")
+    group = next(op for op in cost.after.walk() if op.id == top[0])
+    result = search_group(group, TX81, mode="search", budget_s=SEARCH_BUDGET_S)
+    assert result.best is not None
+    first = section[heads[0] : heads[1]]
+    assert f"{result.evaluated} of {result.space_size} candidates evaluated" in first
+    assert f"chosen #{result.best.index}" in first
+    assert f"{len(levels_frame(group, TX81))} vectors)" in first
+
+
+def test_factor_space_uses_the_runs_stored_search(tmp_path: Path) -> None:
+    module = zoo.build("tiny_cnn")
+    passes = build_pipeline(overrides={"group-cost.search": "exhaustive"})
+    steps = list(run_pipeline(module, passes, TX81))
+    report = build_report(module, steps, TX81, model="tiny_cnn")
+    path = tmp_path / "searched.html"
+    write_html_report(path, module, steps, TX81, report, top=2)
+    section = _section(path.read_text(encoding="utf-8"), "Factor space")
+    searches = next(s for s in steps if s.name == "group-cost").result.artifacts["searches"]
+    assert section.count("From the run&#x27;s exhaustive search") == 2
+    assert "searched for this page" not in section
+    for gid in costliest_groups(report, 2):
+        got = searches[gid]
+        assert f"{got.evaluated} of {got.space_size} candidates evaluated, 0 pruned" in section
 
 
 def test_without_group_cost_the_page_says_so(tmp_path: Path) -> None:
@@ -139,6 +172,7 @@ def test_without_group_cost_the_page_says_so(tmp_path: Path) -> None:
     page = path.read_text(encoding="utf-8")
     assert "group-cost did not run" in page
     assert FIGURE_DIV not in page
+    assert "<h2>Factor space" not in page
     assert svg_node_ids(page)
 
 
@@ -159,7 +193,7 @@ def test_cli_writes_the_page_next_to_the_json(
     assert js.is_file()
     page = out.read_text(encoding="utf-8")
     assert "tx8lab report: tiny_cnn" in page
-    assert page.count(FIGURE_DIV) == 9
+    assert page.count(FIGURE_DIV) == 12
 
 
 def test_cli_report_without_the_widgets_extra_is_a_clear_error(

@@ -14,6 +14,10 @@ widgets and notebooks imports this package (DESIGN.md §1).
   allocators side by side; :class:`TimelineView` / :class:`ScheduleView`
   (``timeline.py``): the sw-pipeline timeline per engine, one time cursor shared with the
   Gantt and a GraphView. Figures headless: :func:`spm_gantt_figure`, :func:`timeline_figure`.
+- :class:`FactorSpaceView` (``factor_space.py``): a group's sharding candidates, cycles
+  vs SPM peak with the Pareto front, rejected ones by status; selecting one shows its
+  split, propagation and timeline. Headless: :func:`factor_space_figure`,
+  :func:`levels_frame`.
 - :func:`write_html_report` (``report_html.py``): the standalone HTML page of a run
   (``tx8lab run --report``); :func:`mesh_figure` / :func:`mesh_frame` (``mesh.py``): a
   group on the tile mesh (cycles, SPM peak, DMA bytes per tile).
@@ -23,6 +27,7 @@ widgets and notebooks imports this package (DESIGN.md §1).
 """
 
 from tx8lab.widgets.diff import GraphDiff, decisions_frame, graph_diff, ir_diff_html
+from tx8lab.widgets.factor_space import FactorSpaceView, factor_space_figure, levels_frame
 from tx8lab.widgets.graph_dot import module_to_dot
 from tx8lab.widgets.graph_view import GraphView
 from tx8lab.widgets.knob_panel import HW_FIELDS, KnobPanel
@@ -49,6 +54,7 @@ from tx8lab.widgets.timeline import ScheduleView, TimelineView, timeline_figure
 
 __all__ = [
     "HW_FIELDS",
+    "FactorSpaceView",
     "GraphDiff",
     "GraphView",
     "KnobPanel",
@@ -63,10 +69,12 @@ __all__ = [
     "created_by_overlay",
     "decisions_frame",
     "engine_overlay",
+    "factor_space_figure",
     "graph_diff",
     "group_overlay",
     "group_schedule",
     "ir_diff_html",
+    "levels_frame",
     "mesh_figure",
     "mesh_frame",
     "module_to_dot",

@@ -8,7 +8,8 @@ the JSON report of :func:`tx8lab.core.report.build_report`.
 The page, top to bottom: the header (model, hardware preset, total cycles, latency, op
 counts), the pass table (name, wall ms, changed, ops, decisions), the graph of the final
 module as inline SVG coloured by group, the per-group table, then for the ``top`` costliest
-groups the pipeline timeline, the SPM Gantt (seed vs best allocator) and the mesh heatmap.
+groups their factor space (the sharding candidates of the search), then the pipeline
+timeline, the SPM Gantt (seed vs best allocator) and the mesh heatmap.
 
 Readings chosen:
 
@@ -28,8 +29,13 @@ Readings chosen:
 - **Costliest groups** by ``cycles`` (ties: lower id first). The SPM Gantt compares the
   pipeline's allocation with the other strategy (:func:`compare_allocations`: ``seed``
   and ``best``, ``best`` limited to ``alloc_time_limit_s`` per group).
-- **Factor space** (issue 7 item 3) does not exist yet: the page says so in its place
-  rather than drawing something else.
+- **Factor space** (issue 7 item 3) of the same costliest groups, in its own section
+  before them: :func:`~tx8lab.widgets.factor_space.factor_space_figure` of the search
+  group-cost stored (``search=search`` or ``exhaustive``); when the run did not search
+  (``search=default``, or the group's strategy came from the template cache) the group is
+  searched here with ``mode="search"``, the run's ``multi_buffer``/``retract`` and a
+  ``search_budget_s`` budget (0.5 s), and the page says which. A search that fails is a
+  note naming the group and the error, not a missing section.
 - **Timing.** The page ends with how long each part took to build (graph layout, figures),
   so a slow report says where the time went.
 """
@@ -49,8 +55,10 @@ from plotly.offline import get_plotlyjs
 
 from tx8lab.core.ir import Module
 from tx8lab.core.pipeline import Step
+from tx8lab.core.schedule.search import SearchResult, search_group
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
+from tx8lab.widgets.factor_space import factor_space_figure, levels_frame
 from tx8lab.widgets.graph_dot import module_to_dot, op_info
 from tx8lab.widgets.mesh import mesh_figure
 from tx8lab.widgets.overlays import group_overlay
@@ -58,8 +66,11 @@ from tx8lab.widgets.render import render_svg
 from tx8lab.widgets.spm_gantt import compare_allocations, group_schedule, spm_gantt_figure
 from tx8lab.widgets.timeline import timeline_figure
 
-#: Costliest groups that get a timeline, an SPM Gantt and a mesh heatmap.
+#: Costliest groups that get a factor space, a timeline, an SPM Gantt and a mesh heatmap.
 TOP_GROUPS = 3
+
+#: Budget of the search run for the factor space when the run did not search a group.
+SEARCH_BUDGET_S = 0.5
 
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
@@ -165,6 +176,69 @@ def _fmt(value: Any) -> str:
     return f"{value:,}" if isinstance(value, int) else html.escape(str(value))
 
 
+def factor_space_sections(
+    cost: Step, group_ids: Sequence[int], hw: ChipConfig, budget_s: float = SEARCH_BUDGET_S
+) -> list[str]:
+    """HTML of each group's factor space: a heading, a note, the figure, the levels table.
+
+    Uses the search the group-cost step stored, else runs ``search_group(mode="search")``
+    with the step's knobs and ``budget_s`` (module docstring).
+    """
+    groups = {op.id: op for op in cost.after.walk() if op.kind == "tx8be.Group"}
+    stored: Mapping[int, SearchResult] = cost.result.artifacts.get("searches", {})
+    knobs = cost.knobs
+    out: list[str] = []
+    for gid in group_ids:
+        group = groups.get(gid)
+        if group is None:
+            raise Tx8labError(f"factor space: %{gid} is not a group of the group-cost output")
+        out.append(f"<h3>Factor space of group %{gid}</h3>")
+        result = stored.get(gid)
+        try:
+            if result is not None:
+                where = f"the run's {result.mode} search"
+            else:
+                result = search_group(
+                    group,
+                    hw,
+                    mode="search",
+                    budget_s=budget_s,
+                    multi_buffer=int(knobs.get("multi_buffer", 2)),
+                    retract=bool(knobs.get("retract", True)),
+                )
+                where = (
+                    f"searched for this page (the run used search={knobs.get('search')!r}"
+                    + (", template cache" if knobs.get("search") != "default" else "")
+                    + f"; budget {budget_s:g} s)"
+                )
+            fig = factor_space_figure(result, title=f"%{gid} factor space ({result.mode})")
+            levels = levels_frame(group, hw)
+        except Tx8labError as exc:
+            out.append(f'<p class="note">No factor space for %{gid}: {html.escape(str(exc))}</p>')
+            continue
+        best = result.best
+        chosen = (
+            f"chosen #{best.index} ({html.escape(best.sharding)}, split "
+            f"{html.escape(best.split)}): {best.cycles:,} cycles"
+            if best is not None
+            else "no candidate fits"
+        )
+        rejected = ", ".join(f"{k} {v}" for k, v in sorted(result.rejected().items()))
+        out.append(
+            f'<p class="note">From {html.escape(where)}: {result.evaluated} of '
+            f"{result.space_size} candidates evaluated, {result.pruned} pruned, rejected: "
+            f"{rejected or 'none'}; {chosen}.</p>"
+        )
+        out.append(_figure_div(fig))
+        out.append(
+            f"<details><summary>sharding levels of {html.escape(str(levels['op'].iloc[0]))} "
+            f"({len(levels)} vectors)</summary>"
+            + _table_html(levels.drop(columns=["op"]))
+            + "</details>"
+        )
+    return out
+
+
 def write_html_report(
     path: str | Path,
     module: Module,
@@ -174,6 +248,7 @@ def write_html_report(
     *,
     top: int = TOP_GROUPS,
     alloc_time_limit_s: float = 0.5,
+    search_budget_s: float = SEARCH_BUDGET_S,
 ) -> dict[str, float]:
     """Write the standalone HTML page of a run; returns seconds spent per part.
 
@@ -185,6 +260,8 @@ def write_html_report(
         report: :func:`tx8lab.core.report.build_report` of the same run.
         top: How many of the costliest groups get a timeline, a Gantt and a mesh heatmap.
         alloc_time_limit_s: Time limit of the ``best`` allocator in the Gantt comparison.
+        search_budget_s: Budget of the factor-space search of a group the run did not
+            search.
 
     Raises:
         Tx8labError: the report does not belong to the steps (its pass list differs).
@@ -249,19 +326,17 @@ def write_html_report(
         body.append('<p class="note">The groups were not costed: group-cost did not run.</p>')
     body.append(_table_html(groups))
 
-    # factor space: not built yet
-    body.append("<h2>Factor space</h2>")
-    body.append(
-        '<p class="note">The factor-space view (sharding candidates, cost vs SPM peak, '
-        "Pareto front; issue 7 item 3) does not exist yet: group-cost uses the default "
-        "strategy and records no candidates. Each group's sharding and split are in the "
-        "JSON report (<code>--json</code>).</p>"
-    )
-
-    # costliest groups
+    # factor space of the costliest groups
     t0 = time.perf_counter()
     cost = next((s for s in steps if s.name == "group-cost"), None)
     chosen = costliest_groups(report, top) if cost is not None else []
+    if cost is not None:
+        body.append("<h2>Factor space</h2>")
+        body.extend(factor_space_sections(cost, chosen, hw, search_budget_s))
+    timings["factor space"] = time.perf_counter() - t0
+
+    # costliest groups
+    t0 = time.perf_counter()
     if chosen:
         body.append(f"<h2>The {len(chosen)} costliest groups</h2>")
     for gid in chosen:
@@ -309,8 +384,10 @@ def write_html_report(
 
 
 __all__ = [
+    "SEARCH_BUDGET_S",
     "TOP_GROUPS",
     "costliest_groups",
+    "factor_space_sections",
     "group_table",
     "pass_table",
     "with_tooltips",
