@@ -244,3 +244,59 @@ def test_group_tag_2_is_neither_split_nor_searched(monkeypatch: pytest.MonkeyPat
     assert relu["search_space_size"] > 1
     assert relu["id"] in step.result.artifacts["searches"]
     assert "group_tag 2" in step.result.decisions[0].reason
+
+
+def _model_cycles(step: Step) -> tuple[int, int]:
+    model = step.result.artifacts["model"]
+    return model.total_cycles, sum(model.c2c_cycles)
+
+
+def test_data_parallel_cuts_the_batch_across_chips() -> None:
+    from tx8lab.core.passes.group_cost import GroupCost
+
+    four = TX81.with_overrides({"num_chips": "4"})
+    module = _grouped("tiny_cnn", batch=16, size=32)
+    one = GroupCost().run(module, four)
+    dp = GroupCost(dp=4).run(module, four)
+    assert dp.stats["chips_dp"] == 4
+    assert dp.stats["c2c_cycles"] == 0
+    assert int(dp.stats["total_cycles"]) < int(one.stats["total_cycles"])
+    cut = [e for e in dp.artifacts["groups"] if "chips" in e]
+    assert cut, "some group is cut across chips"
+    for e in cut:
+        # the batch (dim 0) of each cut op is divided by 4, nothing else
+        assert all(v[0] == 4 and set(v[1:]) <= {1} for v in e["chips"].values())
+        assert e["c2c_cycles"] == 0
+    # a group is cut only when that beats running it whole on every chip
+    before = {e["id"]: e["cycles"] for e in one.artifacts["groups"]}
+    assert all(e["cycles"] <= before[e["id"]] for e in dp.artifacts["groups"])
+
+
+def test_tensor_parallel_pays_an_all_gather() -> None:
+    from tx8lab.core.passes.group_cost import GroupCost
+    from tx8lab.hw.cost import c2c_all_gather_cycles
+
+    four = TX81.with_overrides({"num_chips": "4"})
+    module = _grouped("llama_decoder")
+    tp = GroupCost(tp=4).run(module, four)
+    entries = tp.artifacts["groups"]
+    gathered = [e for e in entries if e["c2c_cycles"]]
+    assert gathered
+    for e in gathered:
+        assert any(4 in v for v in e["chips"].values())
+    model = tp.artifacts["model"]
+    assert sum(model.c2c_cycles) == tp.stats["c2c_cycles"] > 0
+    assert model.total_cycles == (
+        sum(e["cycles"] for e in entries)
+        + model.barriers * model.barrier_cycles
+        + tp.stats["c2c_cycles"]
+    )
+    # one all-gather: (tp - 1) / tp of the bytes over one 25 GB/s link
+    assert c2c_all_gather_cycles(4_000_000, 4, four) == 120_000
+    assert c2c_all_gather_cycles(4_000_000, 1, four) == 0
+
+
+def test_more_chips_than_the_preset_is_an_error() -> None:
+    module = _grouped("tiny_cnn")
+    with pytest.raises(Tx8labError, match=r"dp=2 x tp=2 = 4 chips .* num_chips=1"):
+        _cost(module, "group-cost.dp=2", "group-cost.tp=2")

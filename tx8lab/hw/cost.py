@@ -226,6 +226,25 @@ def dma_cost(
     return Cost(engine, work, issue, formula)
 
 
+def c2c_all_gather_cycles(num_bytes: int, chips: int, hw: ChipConfig) -> int:
+    """Cycles to all-gather a ``num_bytes`` tensor cut over ``chips`` chips (a ring).
+
+    Each chip receives the ``(chips - 1) / chips`` of the tensor it lacks over one
+    chip-to-chip link direction (``c2c_link_bytes_per_s``), all chips at once; one chip
+    needs nothing. Link latency is not modelled (not in the sources).
+
+    Examples:
+        >>> from tx8lab.hw.presets import TX81
+        >>> c2c_all_gather_cycles(50_000_000, 2, TX81)  # 25 MB at 25 GB/s: 1 ms
+        1000000
+    """
+    _count(num_bytes, "bytes")
+    n = _count(chips, "chips")
+    if n <= 1:
+        return 0
+    return to_cycles(num_bytes * (n - 1) / n / hw.c2c_link_bytes_per_s, hw)
+
+
 def tdma_cost(num_bytes: int, hw: ChipConfig, *, commands: int = 1) -> Cost:
     """An in-tile TDMA move (gather/scatter, reshape) of ``num_bytes`` through SPM.
 
@@ -290,6 +309,7 @@ def _rate(value: float) -> str:
 __all__ = [
     "Cost",
     "CostEngine",
+    "c2c_all_gather_cycles",
     "ct_cost",
     "dma_cost",
     "dma_share_bytes_per_s",

@@ -439,7 +439,10 @@ class OpDef:
         """
         dims = self.iter_dims(op)
         names = ", ".join(f"{d.name}={d.size}" for d in dims)
-        for field, values in (("shard", strategy.shard), ("split", strategy.split)):
+        fields = [("shard", strategy.shard), ("split", strategy.split)]
+        if strategy.chips:
+            fields.append(("chips", strategy.chips))
+        for field, values in fields:
             if len(values) != len(dims):
                 raise self.fail(
                     f"{op.label}: {field} {tuple(values)} has {len(values)} entries but the "
@@ -450,9 +453,18 @@ class OpDef:
                     raise self.fail(
                         f"{op.label}: {field} of dim {dim.name} must be an int >= 1, got {factor!r}"
                     )
-                allowed = dim.shardable if field == "shard" else dim.splittable
+                allowed = {
+                    "shard": dim.shardable,
+                    "split": dim.splittable,
+                    # across chips: what tiles may cut, and the batch (dim 0) of any op
+                    "chips": dim.shardable or (dim is dims[0] and not dim.reduce),
+                }[field]
                 if factor > 1 and not allowed:
-                    how = "sharded across tiles" if field == "shard" else "split in time"
+                    how = {
+                        "shard": "sharded across tiles",
+                        "split": "split in time",
+                        "chips": "cut across chips",
+                    }[field]
                     raise self.fail(
                         f"{op.label}: dim {dim.name} (size {dim.size}) cannot be {how}; "
                         f"set its {field} to 1"
@@ -473,7 +485,7 @@ class OpDef:
         dims = self.check_strategy(op, strategy)
         it = tuple(
             slice_extent(d.size, shard, split)
-            for d, shard, split in zip(dims, strategy.shard, strategy.split, strict=True)
+            for d, shard, split in zip(dims, strategy.per_tile(), strategy.split, strict=True)
         )
         operands = tuple(self.operand_slice(op, i, it) for i in range(len(op.operands)))
         results = tuple(

@@ -50,6 +50,14 @@ Readings chosen:
   template hit's estimate as the template's under the hit's group id: the same cycles and
   engines, but its ``timeline`` names the template's ops; the hit's own timeline is
   ``artifacts["timelines"][id]``.
+- **Multi-chip** (``dp``, ``tp``; ``dp * tp`` at most the preset's ``num_chips``): each
+  group is cut across chips by :func:`~tx8lab.core.schedule.sharding.chip_cut` (dp: the
+  batch dim of every op; tp: the outputs' last dim, all-gathered after the group over one
+  chip-to-chip link, :func:`~tx8lab.hw.cost.c2c_all_gather_cycles`), then scheduled on
+  one chip's tiles as usual. A group keeps its cut only when its cycles plus the
+  all-gather beat the group run whole on every chip (then it is replicated, and the
+  Decision says why). Report entries gain ``chips`` (op id -> chips per iteration dim)
+  and ``c2c_cycles``; the model total adds the all-gathers.
 - ``progress`` (``auto``) shows a tqdm bar over the groups when searching in a terminal
   or a notebook (``TX8LAB_NO_PROGRESS=1`` turns ``auto`` off); it never changes results.
 - A group that cannot fit in SPM even fully split is an error that names the group and
@@ -71,7 +79,9 @@ from tx8lab.core.passes.group_ldst import TAG_DDR
 from tx8lab.core.pipeline import Decision, Pass, PassResult, knob
 from tx8lab.core.schedule.estimate import GroupEstimate
 from tx8lab.core.schedule.search import MODES, SearchResult, TemplateCache
+from tx8lab.core.schedule.sharding import ChipCut
 from tx8lab.core.schedule.tasks import ScheduleInput, Strategy, Timeline
+from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
 
 if TYPE_CHECKING:
@@ -104,6 +114,10 @@ class GroupCost(Pass):
     before the search existed."""
     search_budget_s: float = knob(2.0, "time budget per searched group (search mode)", min=0.0)
     """The search stops between candidates once this is spent and a candidate fits."""
+    dp: int = knob(1, "chips in data parallel: dim 0 of each group output cut across them", min=1)
+    """Seed ``chip_parallel`` dp dims; ``dp * tp`` must not exceed the preset's ``num_chips``."""
+    tp: int = knob(1, "chips in tensor parallel: last dim cut, all-gathered after the group", min=1)
+    """Seed ``chip_parallel`` tp dims (:func:`~tx8lab.core.schedule.sharding.chip_cut`)."""
     progress: str = knob(
         "auto",
         "progress bar over the groups: auto (when searching, in a terminal or notebook)",
@@ -114,6 +128,12 @@ class GroupCost(Pass):
     def run(self, module: Module, hw: ChipConfig) -> PassResult:
         from tx8lab.core.schedule.estimate import estimate_model
 
+        if self.dp * self.tp > hw.num_chips:
+            raise Tx8labError(
+                f"group-cost: dp={self.dp} x tp={self.tp} = {self.dp * self.tp} chips but "
+                f"the preset {hw.name!r} has num_chips={hw.num_chips}; lower dp/tp or set "
+                f"--hw-set num_chips={self.dp * self.tp}"
+            )
         entries: list[dict[str, Any]] = []
         decisions: list[Decision] = []
         estimates = []
@@ -148,7 +168,8 @@ class GroupCost(Pass):
                     bar.update(1)
                     bar.set_postfix(hits=cache.hits, refresh=False)
                 functions.append(func.with_ops(ops) if ops != list(func.ops) else func)
-        model = estimate_model(estimates, hw, need_barrier=barriers)
+        c2c = [int(e.get("c2c_cycles", 0)) for e in entries] if self.tp > 1 else []
+        model = estimate_model(estimates, hw, need_barrier=barriers, c2c_cycles=c2c)
         stats: dict[str, int | float | str] = {
             "groups_scheduled": len(entries),
             "total_cycles": model.total_cycles,
@@ -158,6 +179,10 @@ class GroupCost(Pass):
             "template_hits": cache.hits,
             "template_hit_rate": round(cache.hit_rate, 4),
         }
+        if self.dp * self.tp > 1:
+            stats["chips_dp"] = self.dp
+            stats["chips_tp"] = self.tp
+            stats["c2c_cycles"] = sum(c2c)
         if self.search != "default":
             stats["candidates_evaluated"] = sum(e["candidates_evaluated"] for e in entries)
             stats["search_time_s"] = round(sum(r.time_s for r in searches.values()), 4)
@@ -182,79 +207,37 @@ class GroupCost(Pass):
         self, group: Op, hw: ChipConfig, cache: TemplateCache, stages: _Stages
     ) -> dict[str, Any]:
         """Every stage for one group; the pieces for artifacts, the report and a Decision."""
-        from tx8lab.core.schedule.estimate import estimate_group, report_fields
-        from tx8lab.core.schedule.lifetimes import spm_lifetimes
-        from tx8lab.core.schedule.pipeline import sw_pipeline
-        from tx8lab.core.schedule.search import run_stages, search_group
-        from tx8lab.core.schedule.slicing import default_schedule, loop_counts, unsplit_strategy
-        from tx8lab.core.schedule.spm_alloc import allocate
+        from tx8lab.core.schedule.estimate import report_fields
+        from tx8lab.core.schedule.sharding import chip_cut
+        from tx8lab.core.schedule.slicing import loop_counts
+        from tx8lab.hw.cost import c2c_all_gather_cycles
 
         settings = (self.search, self.multi_buffer, self.retract, self.alloc)
         cached = cache.lookup_payload(group, settings)
         if cached is not None:
             return self._reuse(group, cached[0], cached[1], stages)
-        found: SearchResult | None = None
-        evaluated, size = 1, 1
         ddr_only = group.attrs.get("group_tag") == TAG_DDR
-        if ddr_only:
-            # the seed's bail-out: a group_tag 2 group is neither split nor searched
-            strategy = unsplit_strategy(group, multi_buffer=self.multi_buffer)
-            done = run_stages(
-                group,
-                strategy,
-                hw,
-                retract=self.retract,
-                multi_buffer=self.multi_buffer,
-                alloc=self.alloc,
-                alloc_time_limit_s=self.alloc_time_limit_s,
-            )
-            inp, timeline, allocation, estimate = (
-                done.input,
-                done.timeline,
-                done.allocation,
-                done.estimate,
-            )
-            lifetimes = list(allocation.lifetimes)
-        elif self.search == "default":
-            strategy, inp = default_schedule(group, hw, multi_buffer=self.multi_buffer)
-            timeline = sw_pipeline(inp, retract=self.retract, multi_buffer=self.multi_buffer)
-            lifetimes = spm_lifetimes(timeline, inp)
-            allocation = allocate(
-                lifetimes,
-                hw.tile.spm_usable_bytes,
-                strategy=self.alloc,
-                time_limit_s=self.alloc_time_limit_s,
-            )
-            estimate = estimate_group(timeline)
-        else:
-            found = search_group(
-                group,
-                hw,
-                mode=self.search,
-                budget_s=self.search_budget_s,
-                multi_buffer=self.multi_buffer,
-                retract=self.retract,
-            )
-            assert found.best is not None
-            assert found.best.strategy is not None
-            strategy = found.best.strategy
-            evaluated, size = found.evaluated, found.space_size
-            done = run_stages(
-                group,
-                strategy,
-                hw,
-                retract=self.retract,
-                multi_buffer=self.multi_buffer,
-                alloc=self.alloc,
-                alloc_time_limit_s=self.alloc_time_limit_s,
-            )
-            inp, timeline, allocation, estimate = (
-                done.input,
-                done.timeline,
-                done.allocation,
-                done.estimate,
-            )
-            lifetimes = list(allocation.lifetimes)
+        cut = chip_cut(group, self.dp, self.tp) if self.dp * self.tp > 1 and not ddr_only else None
+        got = self._compute(group, hw, cut)
+        c2c = c2c_all_gather_cycles(cut.gathered_bytes, self.tp, hw) if cut is not None else 0
+        cut_note = ""
+        if cut is not None:
+            # a cut is kept only when it pays: replicated on every chip otherwise
+            whole = self._compute(group, hw, None)
+            if whole.estimate.cycles <= got.estimate.cycles + c2c:
+                cut_note = (
+                    f"; replicated on every chip: the cut would take {got.estimate.cycles} + "
+                    f"{c2c} all-gather cycles against {whole.estimate.cycles}"
+                )
+                got, cut, c2c = whole, None, 0
+        strategy, inp, timeline, allocation, estimate = (
+            got.strategy,
+            got.input,
+            got.timeline,
+            got.allocation,
+            got.estimate,
+        )
+        found, evaluated, size = got.found, got.evaluated, got.size
         stages.ready(group.id, inp, timeline, allocation)
         loops = loop_counts(group, strategy, hw)
         entry: dict[str, Any] = {
@@ -265,11 +248,13 @@ class GroupCost(Pass):
             **report_fields(estimate),
             "spm_peak_bytes": int(allocation.peak),
             "spm_lower_bound_bytes": int(allocation.lower_bound),
-            "buffers": len(lifetimes),
+            "buffers": got.buffers,
             "candidates_evaluated": evaluated,
             "search_space_size": size,
             "template_hit": False,
         }
+        if self.dp * self.tp > 1:
+            entry["c2c_cycles"] = c2c
         looping = {stage: n for stage, n in loops.items() if n > 1}
         reason = (
             f"{entry['cycles']} cycles on {inp.tiles} tiles, limited by "
@@ -278,6 +263,13 @@ class GroupCost(Pass):
             + f"; SPM peak {entry['spm_peak_bytes']} B ({self.alloc} allocator, lower bound "
             f"{entry['spm_lower_bound_bytes']} B)"
         )
+        if cut is not None:
+            reason += (
+                f"; cut across {self.dp * self.tp} chips (dp {self.dp} x tp {self.tp})"
+                + (f", all-gather {entry['c2c_cycles']} cycles" if entry["c2c_cycles"] else "")
+                + "".join(f"; {n}" for n in cut.notes)
+            )
+        reason += cut_note
         if ddr_only:
             reason += "; group_tag 2 (its ops work in DDR): not split, not searched"
         elif self.search != "default":
@@ -299,6 +291,84 @@ class GroupCost(Pass):
             "strategy": strategy,
             "search": found,
         }
+
+    def _compute(self, group: Op, hw: ChipConfig, cut: ChipCut | None) -> _Computed:
+        """The strategy (unsplit, default or searched) and every stage for one group."""
+        from tx8lab.core.schedule.estimate import estimate_group
+        from tx8lab.core.schedule.lifetimes import spm_lifetimes
+        from tx8lab.core.schedule.pipeline import sw_pipeline
+        from tx8lab.core.schedule.search import run_stages, search_group
+        from tx8lab.core.schedule.slicing import default_schedule, unsplit_strategy
+        from tx8lab.core.schedule.spm_alloc import allocate
+
+        ddr_only = group.attrs.get("group_tag") == TAG_DDR
+        found: SearchResult | None = None
+        evaluated, size = 1, 1
+        if ddr_only:
+            # the seed's bail-out: a group_tag 2 group is neither split nor searched
+            strategy = unsplit_strategy(group, multi_buffer=self.multi_buffer)
+            done = run_stages(
+                group,
+                strategy,
+                hw,
+                retract=self.retract,
+                multi_buffer=self.multi_buffer,
+                alloc=self.alloc,
+                alloc_time_limit_s=self.alloc_time_limit_s,
+            )
+            inp, timeline, allocation, estimate = (
+                done.input,
+                done.timeline,
+                done.allocation,
+                done.estimate,
+            )
+            lifetimes = list(allocation.lifetimes)
+        elif self.search == "default":
+            strategy, inp = default_schedule(
+                group, hw, multi_buffer=self.multi_buffer, chips=cut.chips if cut else None
+            )
+            timeline = sw_pipeline(inp, retract=self.retract, multi_buffer=self.multi_buffer)
+            lifetimes = spm_lifetimes(timeline, inp)
+            allocation = allocate(
+                lifetimes,
+                hw.tile.spm_usable_bytes,
+                strategy=self.alloc,
+                time_limit_s=self.alloc_time_limit_s,
+            )
+            estimate = estimate_group(timeline)
+        else:
+            found = search_group(
+                group,
+                hw,
+                mode=self.search,
+                budget_s=self.search_budget_s,
+                multi_buffer=self.multi_buffer,
+                retract=self.retract,
+                chips=cut,
+            )
+            assert found.best is not None
+            assert found.best.strategy is not None
+            strategy = found.best.strategy
+            evaluated, size = found.evaluated, found.space_size
+            done = run_stages(
+                group,
+                strategy,
+                hw,
+                retract=self.retract,
+                multi_buffer=self.multi_buffer,
+                alloc=self.alloc,
+                alloc_time_limit_s=self.alloc_time_limit_s,
+            )
+            inp, timeline, allocation, estimate = (
+                done.input,
+                done.timeline,
+                done.allocation,
+                done.estimate,
+            )
+            lifetimes = list(allocation.lifetimes)
+        return _Computed(
+            strategy, inp, timeline, allocation, estimate, len(lifetimes), found, evaluated, size
+        )
 
     def _reuse(
         self, group: Op, strategy: Strategy, template: _Template, stages: _Stages
@@ -349,10 +419,28 @@ class GroupCost(Pass):
 
 def _strategy_fields(strategy: Strategy) -> dict[str, Any]:
     """The report's ``sharding`` and ``split``: body op id -> factors per iteration dim."""
-    return {
+    fields: dict[str, Any] = {
         "sharding": {str(k): list(v.shard) for k, v in strategy.ops.items()},
         "split": {str(k): list(v.split) for k, v in strategy.ops.items()},
     }
+    if any(v.chips for v in strategy.ops.values()):
+        fields["chips"] = {str(k): list(v.chips) for k, v in strategy.ops.items() if v.chips}
+    return fields
+
+
+@dataclass(frozen=True)
+class _Computed:
+    """One group's strategy and stage outputs, before the report entry is made."""
+
+    strategy: Strategy
+    input: ScheduleInput
+    timeline: Timeline
+    allocation: Allocation
+    estimate: GroupEstimate
+    buffers: int
+    found: SearchResult | None
+    evaluated: int
+    size: int
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,8 @@ class ModelEstimate:
     barrier_cycles: int
     """Cycles charged per barrier."""
     clock_hz: float
+    c2c_cycles: tuple[int, ...] = ()
+    """Chip-to-chip cycles after each group (tensor parallel all-gathers); () = none."""
 
     @property
     def barriers(self) -> int:
@@ -107,8 +109,12 @@ class ModelEstimate:
 
     @property
     def total_cycles(self) -> int:
-        """Sum of the groups' cycles plus the barriers'."""
-        return sum(g.cycles for g in self.groups) + self.barriers * self.barrier_cycles
+        """Sum of the groups' cycles, the barriers' and the chip-to-chip transfers'."""
+        return (
+            sum(g.cycles for g in self.groups)
+            + self.barriers * self.barrier_cycles
+            + sum(self.c2c_cycles)
+        )
 
     @property
     def latency_s(self) -> float:
@@ -205,6 +211,7 @@ def estimate_model(
     *,
     need_barrier: Sequence[bool] | None = None,
     barrier_cycles: int | None = None,
+    c2c_cycles: Sequence[int] = (),
 ) -> ModelEstimate:
     """End-to-end latency: groups in program order, a barrier after each flagged one.
 
@@ -214,6 +221,7 @@ def estimate_model(
         need_barrier: the groups' ``need_barrier`` attribute (opt-barrier); None means
             every group has one (the seed's default without opt_barrier).
         barrier_cycles: cost of one barrier; None takes :func:`default_barrier_cycles`.
+        c2c_cycles: chip-to-chip cycles after each group (empty: a single chip).
     """
     flags = tuple(need_barrier) if need_barrier is not None else (True,) * len(groups)
     if len(flags) != len(groups):
@@ -224,7 +232,12 @@ def estimate_model(
     cost = default_barrier_cycles(hw) if barrier_cycles is None else barrier_cycles
     if cost < 0:
         raise Tx8labError(f"estimate_model: barrier_cycles={cost}; use 0 or more")
-    return ModelEstimate(tuple(groups), flags, cost, hw.clock_hz)
+    if c2c_cycles and len(c2c_cycles) != len(groups):
+        raise Tx8labError(
+            f"estimate_model: {len(groups)} groups but {len(c2c_cycles)} c2c_cycles; "
+            "give one per group (or none)"
+        )
+    return ModelEstimate(tuple(groups), flags, cost, hw.clock_hz, tuple(c2c_cycles))
 
 
 def report_fields(group: GroupEstimate) -> dict[str, object]:

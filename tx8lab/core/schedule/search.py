@@ -58,6 +58,10 @@ Readings chosen where the seed is vague:
   before it, ends the search (later levels use fewer tiles).
 - **Time budget**: checked between candidates; the search stops when it is spent *and*
   an ``OK`` candidate exists (a group is never left without a schedule by the budget).
+- **Chips** (``chips``: group-cost's ``dp``/``tp``, a
+  :class:`~tx8lab.core.schedule.sharding.ChipCut`): every candidate, the default included,
+  carries the group's chip cut (``OpStrategy.chips``); the tiles share one chip's piece.
+  The sharding levels stay those of the whole tensors (not recomputed per chip piece).
 - **Template cache** (:class:`TemplateCache`): keyed by the group body's structure (op
   kinds, attributes, operand and result types, wiring by position — not ids) and the
   search settings; a hit maps the cached winner's strategy onto the new group's ids by
@@ -80,12 +84,14 @@ from tx8lab.core.schedule.estimate import GroupEstimate, estimate_group
 from tx8lab.core.schedule.lifetimes import spm_lifetimes
 from tx8lab.core.schedule.pipeline import sw_pipeline
 from tx8lab.core.schedule.sharding import (
+    ChipCut,
     ShardingLevel,
     op_sharding_levels,
     output_ops,
     param_for,
     propagate,
     split_tries,
+    with_chips,
 )
 from tx8lab.core.schedule.slicing import (
     default_strategy,
@@ -300,8 +306,8 @@ def _busy_bound(si: ScheduleInput) -> int:
     return max(engine_busy_cycles(si).values(), default=0)
 
 
-def _key(strategy: Strategy) -> tuple[tuple[int, tuple[int, ...], tuple[int, ...]], ...]:
-    return tuple(sorted((k, v.shard, v.split) for k, v in strategy.ops.items()))
+def _key(strategy: Strategy) -> tuple[Any, ...]:
+    return tuple(sorted((k, v.shard, v.split, v.chips) for k, v in strategy.ops.items()))
 
 
 # ---------------------------------------------------------------- the search
@@ -318,6 +324,7 @@ def iter_search(
     alloc: str = "seed",
     alloc_time_limit_s: float = 0.2,
     max_space: int = DEFAULT_MAX_SPACE,
+    chips: ChipCut | None = None,
 ) -> Iterator[SearchResult]:
     """Anytime search: yields a :class:`SearchResult` after each candidate (best so far).
 
@@ -407,7 +414,9 @@ def iter_search(
 
     # the documented default first: today's result, and the first incumbent
     try:
-        dflt: Strategy | None = default_strategy(group, hw, multi_buffer=multi_buffer)
+        dflt: Strategy | None = default_strategy(
+            group, hw, multi_buffer=multi_buffer, chips=chips.chips if chips else None
+        )
         derr = ""
     except Tx8labError as exc:
         dflt, derr = None, str(exc)
@@ -432,7 +441,7 @@ def iter_search(
         except Tx8labError as exc:
             return None, str(exc), ""
         split = prop.strategy.ops[first.op.id].split
-        return prop.strategy, "", str(list(split))
+        return with_chips(prop.strategy, chips), "", str(list(split))
 
     order: list[tuple[int, int]] = [
         (li, vi) for li, lv in enumerate(levels) for vi in range(len(lv.shardings))
@@ -539,6 +548,7 @@ def search_group(
     alloc: str = "seed",
     alloc_time_limit_s: float = 0.2,
     max_space: int = DEFAULT_MAX_SPACE,
+    chips: ChipCut | None = None,
 ) -> SearchResult:
     """Run :func:`iter_search` to the end; the result with every candidate and the best.
 
@@ -555,6 +565,7 @@ def search_group(
         alloc=alloc,
         alloc_time_limit_s=alloc_time_limit_s,
         max_space=max_space,
+        chips=chips,
     )
     last = next(results)
     for last in results:  # noqa: B007 - the last one is the answer

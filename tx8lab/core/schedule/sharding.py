@@ -607,6 +607,90 @@ def _with_extra(op: Op, param: ShardingSplitParam, st: OpStrategy) -> ShardingSp
     )
 
 
+# ---------------------------------------------------------------- chips
+
+
+@dataclass(frozen=True)
+class ChipCut:
+    """A group's multi-chip cut (group-cost ``dp``/``tp``): chips per iteration dim per op."""
+
+    chips: Mapping[int, tuple[int, ...]]
+    """Compute op id -> chips per iteration dim (the ``OpStrategy.chips`` to attach)."""
+    gathered_bytes: int
+    """Bytes of the output ops' results cut on their last dim by ``tp`` (all-gathered)."""
+    notes: tuple[str, ...] = ()
+
+
+def chip_cut(group_op: Op, dp: int = 1, tp: int = 1) -> ChipCut:
+    """Cut a group over ``dp * tp`` chips: the batch dim by ``dp``, outputs' last dim by ``tp``.
+
+    Reading of the seed's ``chip_parallel`` :class:`~tx8lab.core.attrs.ParallelAttr`
+    (dp/tp dims over chips) for one group:
+
+    - **dp** (data parallel) cuts, in every compute op, the iteration dim its result dim 0
+      follows (the batch, or batch x tokens after a flattening reshape) unless it is a
+      reduction: samples are independent in inference, so this holds even where the op
+      library keeps that dim whole on the tiles (the seed's BatchNorm shards C only).
+      Weights are replicated on every chip; no transfer between chips.
+    - **tp** (tensor parallel) cuts the last dim of each output op's result (Gemm/MatMul
+      N, the channel) and :func:`propagate` carries it to the producers as it does tiles
+      (an op that cannot take it computes that dim whole on every chip). An output op that
+      cannot cut its last dim (a Softmax or LayerNorm reduces it) is not cut (a note).
+      ``gathered_bytes`` counts the results cut by ``tp``: each is all-gathered after the
+      group (the next group reads whole tensors; no Megatron pairing of column- and
+      row-parallel matmuls).
+
+    Raises:
+        Tx8labError: ``dp`` or ``tp`` below 1, or ``group_op`` is not a group.
+    """
+    for name, value in (("dp", dp), ("tp", tp)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise Tx8labError(f"chip_cut: {name} must be an int >= 1, got {value!r}")
+    compute, _, _, outs = _body(group_op)
+    notes: list[str] = []
+    chips: dict[int, list[int]] = {
+        op.id: [1] * len(get_op_def(op.kind).iter_dims(op)) for op in compute
+    }
+    gathered = 0
+    if tp > 1:
+        outputs: dict[int, ShardingSplitParam] = {}
+        for op in outs:
+            rank = op.results[0].type.rank if op.results else 0
+            param = ShardingSplitParam(
+                tuple(tp if i == rank - 1 else 1 for i in range(rank)), (1,) * rank
+            )
+            if rank == 0 or _to_strategy(op, param) is None:
+                notes.append(f"%{op.id} ({op.name}) cannot cut its last dim across {tp} chips")
+                continue
+            outputs[op.id] = param
+            out = op.results[0].type
+            gathered += -(-out.num_elements * bits_of(out.dtype) // 8)
+        for k, st in propagate(group_op, outputs).strategy.ops.items():
+            chips[k] = list(st.shard)
+    if dp > 1:
+        for op in compute:
+            defn = get_op_def(op.kind)
+            dims = defn.iter_dims(op)
+            rmap = defn.result_dims(op)[0] if op.results else ()
+            d = rmap[0] if rmap else None
+            if d is None or dims[d].reduce:
+                notes.append(f"%{op.id} ({op.name}) has no batch dim to cut: replicated")
+                continue
+            chips[op.id][d] *= dp
+    return ChipCut({k: tuple(v) for k, v in chips.items()}, gathered, tuple(notes))
+
+
+def with_chips(strategy: Strategy, cut: ChipCut | None) -> Strategy:
+    """``strategy`` with each op's chips from ``cut`` (unchanged when ``cut`` is None)."""
+    if cut is None:
+        return strategy
+    ops = {}
+    for k, v in strategy.ops.items():
+        chips = tuple(cut.chips.get(k, ()))
+        ops[k] = OpStrategy(v.shard, v.split, chips if any(c > 1 for c in chips) else ())
+    return Strategy(ops, strategy.multi_buffer)
+
+
 # ---------------------------------------------------------------- rows for tables
 
 
@@ -659,11 +743,13 @@ def propagation_rows(result: Propagation) -> list[dict[str, object]]:
 
 
 __all__ = [
+    "ChipCut",
     "Propagation",
     "PropagationRecord",
     "ShardingLevel",
     "SplitTry",
     "align_base",
+    "chip_cut",
     "effective_tiles",
     "get_shardings",
     "level_rows",
@@ -679,4 +765,5 @@ __all__ = [
     "split_by_dim_maps",
     "split_tries",
     "split_try_rows",
+    "with_chips",
 ]

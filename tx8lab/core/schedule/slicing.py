@@ -697,14 +697,18 @@ def schedule_input(
 
 
 def default_schedule(
-    group_op: Op, hw: ChipConfig, *, multi_buffer: int = 2
+    group_op: Op,
+    hw: ChipConfig,
+    *,
+    multi_buffer: int = 2,
+    chips: Mapping[int, tuple[int, ...]] | None = None,
 ) -> tuple[Strategy, ScheduleInput]:
     """:func:`default_strategy` and its init pipeline, computed once.
 
     The input's ``notes`` say how the default was chosen.
     """
     body = _Body(group_op)
-    strategy, extra = _default(body, hw, multi_buffer)
+    strategy, extra = _default(body, hw, multi_buffer, chips or {})
     si, _ = _build(body, strategy, hw, with_cost=True)
     if extra:
         si = ScheduleInput(si.group_id, si.nodes, si.buffers, si.tiles, (*si.notes, *extra))
@@ -726,21 +730,37 @@ def unsplit_strategy(group_op: Op, *, multi_buffer: int = 2) -> Strategy:
     )
 
 
-def default_strategy(group_op: Op, hw: ChipConfig, *, multi_buffer: int = 2) -> Strategy:
+def default_strategy(
+    group_op: Op,
+    hw: ChipConfig,
+    *,
+    multi_buffer: int = 2,
+    chips: Mapping[int, tuple[int, ...]] | None = None,
+) -> Strategy:
     """The documented default (module docstring): shard the largest dim, split until it fits.
+
+    ``chips`` (op id -> chips per iteration dim, :func:`~tx8lab.core.schedule.sharding.chip_cut`)
+    cuts the group across chips first; the tiles then share one chip's piece.
 
     Raises:
         Tx8labError: nothing is left to split and the group still does not fit in SPM; the
             message lists the largest buffers.
     """
-    return _default(_Body(group_op), hw, multi_buffer)[0]
+    return _default(_Body(group_op), hw, multi_buffer, chips or {})[0]
 
 
-def _default(body: _Body, hw: ChipConfig, multi_buffer: int) -> tuple[Strategy, list[str]]:
+def _default(
+    body: _Body, hw: ChipConfig, multi_buffer: int, chips: Mapping[int, tuple[int, ...]]
+) -> tuple[Strategy, list[str]]:
     if multi_buffer < 1:
         raise Tx8labError(f"multi_buffer must be >= 1, got {multi_buffer}")
     roots = list(body.members)
-    size = {root: max(body.dims[o][i].size for o, i in body.members[root]) for root in roots}
+
+    def chip_piece(o: int, i: int) -> int:
+        cut = chips.get(o, ())
+        return -(-body.dims[o][i].size // (cut[i] if cut else 1))
+
+    size = {root: max(chip_piece(o, i) for o, i in body.members[root]) for root in roots}
 
     def all_members(root: tuple[int, int], flag: str) -> bool:
         return all(getattr(body.dims[o][i], flag) for o, i in body.members[root])
@@ -764,8 +784,11 @@ def _default(body: _Body, hw: ChipConfig, multi_buffer: int) -> tuple[Strategy, 
         for op in body.compute:
             n = len(body.dims[op.id])
             roots_of = [body.group_dim[(op.id, i)] for i in range(n)]
+            cut = tuple(chips.get(op.id, ()))
             ops[op.id] = OpStrategy(
-                tuple(shard[r] for r in roots_of), tuple(splits[r] for r in roots_of)
+                tuple(shard[r] for r in roots_of),
+                tuple(splits[r] for r in roots_of),
+                cut if any(c > 1 for c in cut) else (),
             )
         return Strategy(ops, multi_buffer)
 
@@ -859,7 +882,7 @@ def strategy_table(
     rows: list[dict[str, Any]] = []
     for group in groups_of(module):
         body = _Body(group)
-        strategy, _ = _default(body, hw, multi_buffer)
+        strategy, _ = _default(body, hw, multi_buffer, {})
         si, plan = _build(body, strategy, hw, with_cost=True)
         busy = engine_busy_cycles(si)
         rows.append(

@@ -46,6 +46,15 @@ class OpStrategy:
 
     shard: tuple[int, ...]
     split: tuple[int, ...]
+    chips: tuple[int, ...] = ()
+    """Chips per dim (multi-chip data/tensor parallel, group-cost's ``dp``/``tp``); ``()``
+    is one chip. A tile's slice of a dim is ``ceil(ceil(size / chips) / shard) / split``."""
+
+    def per_tile(self) -> tuple[int, ...]:
+        """Pieces each dim is cut into across chips and tiles (``chips * shard``)."""
+        if not self.chips:
+            return self.shard
+        return tuple(c * s for c, s in zip(self.chips, self.shard, strict=True))
 
 
 @dataclass(frozen=True)
