@@ -300,3 +300,27 @@ def test_more_chips_than_the_preset_is_an_error() -> None:
     module = _grouped("tiny_cnn")
     with pytest.raises(Tx8labError, match=r"dp=2 x tp=2 = 4 chips .* num_chips=1"):
         _cost(module, "group-cost.dp=2", "group-cost.tp=2")
+
+
+def test_the_schedule_is_written_into_the_ir_and_survives_print_and_parse() -> None:
+    from tx8lab.core.text import parse_module, print_module
+
+    module = _grouped("llama_decoder", layers=2)
+    step = _cost(module)
+    entries = {e["id"]: e for e in step.result.artifacts["groups"]}
+    allocations = step.result.artifacts["allocations"]
+    for group in (op for op in step.after.main.ops if op.kind == "tx8be.Group"):
+        e = entries[group.id]
+        assert group.attrs["spm_alloc_size"] == e["spm_peak_bytes"]
+        # the offsets in the IR are the group's own allocation, template hits included
+        own = {
+            lt.id: (allocations[group.id].offsets[lt.id], lt.size)
+            for lt in allocations[group.id].lifetimes
+        }
+        assert {i: (o, n) for i, o, n in group.attrs["spm_offsets"]} == own
+        for op in group.regions[0].ops:
+            if str(op.id) in e["sharding"]:
+                assert list(op.attrs["tile_shard"]) == e["sharding"][str(op.id)]
+                assert list(op.attrs["tile_split"]) == e["split"][str(op.id)]
+    text = print_module(step.after)
+    assert print_module(parse_module(text)) == text

@@ -11,8 +11,9 @@ For each top-level ``tx8be.Group``, in program order:
    group's strategy (mapped onto its ids by body position) and its schedule (cycles,
    engines, SPM peak, loops): identical layers (BERT, LLaMA) are scheduled once, in every
    ``search`` mode. The report marks it ``template_hit`` with ``template_of`` (the group
-   it copies); the hit's own schedule input, timeline and allocation are computed from its
-   mapped strategy when ``artifacts["timelines"][id]`` (or the others) is first read;
+   it copies); the hit's own schedule input and timeline are computed from its mapped
+   strategy when ``artifacts["timelines"][id]`` (or the others) is first read, and its
+   allocation is the template's packing under the hit's lifetime ids;
 1. the strategy: a ``group_tag`` 2 group (its ops work in DDR; seed GroupCost's bail-out)
    is neither split nor searched (every op whole on one tile); with ``search=default``
    (the default knob) the documented default of
@@ -33,10 +34,16 @@ The model estimate sums the groups plus one barrier after each group whose
 
 Readings chosen:
 
-- The IR keeps its structure; each group gets the attributes ``cycles`` and
-  ``spm_peak_bytes`` (so a graph overlay can colour by them) and nothing else. Everything
-  larger (timelines, schedule inputs, allocations, the model estimate) is in
-  ``PassResult.artifacts`` for views, the JSON report and ``--trace``.
+- **IR.** The IR keeps its structure and records the schedule as the seed's
+  DS_UpdateSliceIR / SPMAlloc do, so later passes (codegen) read it from the module alone:
+  each body compute op gets ``tile_shard`` and ``tile_split`` (per iteration dim, the op
+  library's ``iter_dims`` order; ``chip_cut`` when cut across chips); each group gets
+  ``cycles`` and ``spm_peak_bytes`` (for graph overlays), the seed's ``spm_alloc_size``
+  (the same peak) and ``spm_offsets``: one ``[lifetime id, offset, bytes]`` per SPM
+  lifetime of the allocation (a template hit's are the template's with the op ids mapped
+  by body position). Everything larger (timelines, schedule inputs, allocations, the
+  model estimate) is in ``PassResult.artifacts`` for views, the JSON report and
+  ``--trace``.
 - The report's ``sharding`` / ``split`` of a group map each body op id to its tiles per
   iteration dim and its temporal splits per iteration dim (the op library's
   ``iter_dims`` order).
@@ -69,12 +76,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import re
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from tx8lab.core.ir import Module, Op
+from tx8lab.core.ir import Block, Module, Op
 from tx8lab.core.passes.group_ldst import TAG_DDR
 from tx8lab.core.pipeline import Decision, Pass, PassResult, knob
 from tx8lab.core.schedule.estimate import GroupEstimate
@@ -159,12 +167,7 @@ class GroupCost(Pass):
                     barriers.append(op.attrs.get("need_barrier", True) is not False)
                     entries.append(done["entry"])
                     decisions.append(done["decision"])
-                    entry = done["entry"]
-                    ops.append(
-                        op.with_attrs(
-                            cycles=entry["cycles"], spm_peak_bytes=entry["spm_peak_bytes"]
-                        )
-                    )
+                    ops.append(_annotated(op, done["entry"], done["strategy"], done["offsets"]))
                     bar.update(1)
                     bar.set_postfix(hits=cache.hits, refresh=False)
                 functions.append(func.with_ops(ops) if ops != list(func.ops) else func)
@@ -274,8 +277,23 @@ class GroupCost(Pass):
             reason += "; group_tag 2 (its ops work in DDR): not split, not searched"
         elif self.search != "default":
             reason += f"; {self.search}: best of {evaluated} evaluated of {size} candidates"
+        offsets = tuple(
+            (lt.id, int(allocation.offsets[lt.id]), int(lt.size)) for lt in allocation.lifetimes
+        )
         cache.store(
-            group, settings, strategy, _Template(group.id, entry, estimate, reason, inp.notes)
+            group,
+            settings,
+            strategy,
+            _Template(
+                group.id,
+                entry,
+                estimate,
+                reason,
+                inp.notes,
+                offsets,
+                _positions(group),
+                allocation,
+            ),
         )
         decision = self.decide(
             group.id,
@@ -290,6 +308,7 @@ class GroupCost(Pass):
             "estimate": estimate,
             "strategy": strategy,
             "search": found,
+            "offsets": offsets,
         }
 
     def _compute(self, group: Op, hw: ChipConfig, cut: ChipCut | None) -> _Computed:
@@ -374,7 +393,6 @@ class GroupCost(Pass):
         self, group: Op, strategy: Strategy, template: _Template, stages: _Stages
     ) -> dict[str, Any]:
         """A template hit: the first identical group's schedule under this group's ids."""
-        stages.defer(group, strategy)
         entry = {
             **template.entry,
             "id": group.id,
@@ -395,26 +413,68 @@ class GroupCost(Pass):
             notes=list(template.notes),
             template_of=template.group_id,
         )
+        ids = dict(zip(template.positions, _positions(group), strict=True))
+
+        def remap(text: str) -> str:
+            return _OP_REF.sub(lambda m: f"%{ids.get(int(m.group(1)), int(m.group(1)))}", text)
+
+        offsets = tuple((remap(i), off, size) for i, off, size in template.offsets)
+        stages.defer(group, strategy, template.allocation, {i: off for i, off, _ in offsets})
         return {
             "entry": entry,
             "decision": decision,
             "estimate": dataclasses.replace(template.estimate, group_id=group.id),
             "strategy": strategy,
             "search": None,
+            "offsets": offsets,
         }
 
     def check(self, module: Module) -> list[str]:
-        """Post-condition: every top-level group carries its cycles and SPM peak."""
+        """Post-condition: every top-level group carries its cycles, SPM peak and offsets."""
         return [
             f"{op.label}: group-cost left no {key}"
             for op in module.walk()
             if op.kind == "tx8be.Group"
-            for key in ("cycles", "spm_peak_bytes")
+            for key in ("cycles", "spm_peak_bytes", "spm_offsets")
             if key not in op.attrs
         ]
 
 
 # ---------------------------------------------------------------- helpers
+
+
+#: An op reference inside a buffer or lifetime id (``%7``, ``%7.imm``, ``%7:1#2``).
+_OP_REF = re.compile(r"%(\d+)")
+
+
+def _positions(group: Op) -> tuple[int, ...]:
+    return tuple(op.id for op in group.regions[0].ops)
+
+
+def _annotated(
+    group: Op,
+    entry: Mapping[str, Any],
+    strategy: Strategy,
+    offsets: tuple[tuple[str, int, int], ...],
+) -> Op:
+    """The group with its schedule written into the IR (module docstring, "IR")."""
+    body = group.regions[0]
+    ops = []
+    for op in body.ops:
+        st = strategy.ops.get(op.id)
+        if st is not None:
+            extra: dict[str, Any] = {"tile_shard": st.shard, "tile_split": st.split}
+            if st.chips:
+                extra["chip_cut"] = st.chips
+            op = op.with_attrs(**extra)
+        ops.append(op)
+    region = Block(body.args, tuple(ops))
+    return group.replace(regions=(region,)).with_attrs(
+        cycles=entry["cycles"],
+        spm_peak_bytes=entry["spm_peak_bytes"],
+        spm_alloc_size=entry["spm_peak_bytes"],
+        spm_offsets=offsets,
+    )
 
 
 def _strategy_fields(strategy: Strategy) -> dict[str, Any]:
@@ -452,14 +512,21 @@ class _Template:
     estimate: GroupEstimate
     reason: str
     notes: tuple[str, ...]
+    offsets: tuple[tuple[str, int, int], ...]
+    """SPM (lifetime id, offset, bytes) of the template's allocation."""
+    positions: tuple[int, ...]
+    """The template's body op ids in order (to map ids in lifetime names)."""
+    allocation: Allocation
 
 
 class _Stages:
     """Per-group stage outputs (input, timeline, allocation) for the artifacts.
 
-    A scheduled group's are stored as computed; a template hit's are computed from its
-    mapped strategy when first read (``run_stages``), so a run over 32 identical layers
-    schedules each structure once unless a view asks for a hit group's timeline.
+    A scheduled group's are stored as computed; a template hit's input, timeline and
+    lifetimes are computed from its mapped strategy when first read, and its allocation
+    is the template's packing under its own lifetime ids (the offsets the IR records), so
+    a run over 32 identical layers schedules each structure once unless a view asks for a
+    hit group's timeline.
     """
 
     def __init__(self, owner: GroupCost, hw: ChipConfig) -> None:
@@ -467,7 +534,7 @@ class _Stages:
         self._hw = hw
         self.order: list[int] = []
         self._done: dict[int, tuple[ScheduleInput, Timeline, Allocation]] = {}
-        self._todo: dict[int, tuple[Op, Strategy]] = {}
+        self._todo: dict[int, tuple[Op, Strategy, Allocation, dict[str, int]]] = {}
 
     def ready(
         self, group_id: int, inp: ScheduleInput, timeline: Timeline, allocation: Allocation
@@ -475,9 +542,11 @@ class _Stages:
         self.order.append(group_id)
         self._done[group_id] = (inp, timeline, allocation)
 
-    def defer(self, group: Op, strategy: Strategy) -> None:
+    def defer(
+        self, group: Op, strategy: Strategy, template: Allocation, offsets: dict[str, int]
+    ) -> None:
         self.order.append(group.id)
-        self._todo[group.id] = (group, strategy)
+        self._todo[group.id] = (group, strategy, template, offsets)
 
     def get(self, group_id: int) -> tuple[ScheduleInput, Timeline, Allocation]:
         got = self._done.get(group_id)
@@ -485,20 +554,24 @@ class _Stages:
             return got
         if group_id not in self._todo:
             raise KeyError(group_id)
-        from tx8lab.core.schedule.search import run_stages
+        from tx8lab.core.schedule.lifetimes import spm_lifetimes
+        from tx8lab.core.schedule.pipeline import sw_pipeline
+        from tx8lab.core.schedule.slicing import schedule_input
 
-        group, strategy = self._todo.pop(group_id)
+        group, strategy, template, offsets = self._todo.pop(group_id)
         owner = self._owner
-        done = run_stages(
-            group,
-            strategy,
-            self._hw,
-            retract=owner.retract,
-            multi_buffer=owner.multi_buffer,
-            alloc=owner.alloc,
-            alloc_time_limit_s=owner.alloc_time_limit_s,
+        inp = schedule_input(group, strategy, self._hw, multi_buffer=owner.multi_buffer)
+        timeline = sw_pipeline(inp, retract=owner.retract, multi_buffer=owner.multi_buffer)
+        lifetimes = tuple(spm_lifetimes(timeline, inp))
+        if {lt.id for lt in lifetimes} != set(offsets):
+            raise Tx8labError(
+                f"group %{group_id}: its lifetimes differ from its template's; the template "
+                "cache keyed two different groups alike (report this with the model)"
+            )
+        allocation = dataclasses.replace(
+            template, offsets={lt.id: offsets[lt.id] for lt in lifetimes}, lifetimes=lifetimes
         )
-        self._done[group_id] = (done.input, done.timeline, done.allocation)
+        self._done[group_id] = (inp, timeline, allocation)
         return self._done[group_id]
 
 
