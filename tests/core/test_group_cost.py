@@ -324,3 +324,33 @@ def test_the_schedule_is_written_into_the_ir_and_survives_print_and_parse() -> N
                 assert list(op.attrs["tile_split"]) == e["split"][str(op.id)]
     text = print_module(step.after)
     assert print_module(parse_module(text)) == text
+
+
+def test_the_ir_alone_gives_back_each_groups_timeline_and_lifetimes() -> None:
+    from tx8lab.core.schedule.lifetimes import spm_lifetimes
+    from tx8lab.core.schedule.pipeline import sw_pipeline
+    from tx8lab.core.schedule.slicing import schedule_input
+    from tx8lab.core.schedule.tasks import OpStrategy, Strategy
+
+    step = _cost(_grouped("llama_decoder", layers=2), "group-cost.multi_buffer=3")
+    for group in (op for op in step.after.main.ops if op.kind == "tx8be.Group"):
+        body = [op for op in group.regions[0].ops if "tile_shard" in op.attrs]
+        strategy = Strategy(
+            {
+                op.id: OpStrategy(
+                    tuple(op.attrs["tile_shard"]),
+                    tuple(op.attrs["tile_split"]),
+                    tuple(op.attrs.get("chip_cut", ())),
+                )
+                for op in body
+            },
+            group.attrs["multi_buffer"],
+        )
+        assert strategy.multi_buffer == 3
+        si = schedule_input(group, strategy, TX81, multi_buffer=strategy.multi_buffer)
+        timeline = sw_pipeline(
+            si, retract=group.attrs["retract"], multi_buffer=strategy.multi_buffer
+        )
+        assert timeline.makespan == group.attrs["cycles"]
+        sizes = {lt.id: lt.size for lt in spm_lifetimes(timeline, si)}
+        assert sizes == {i: n for i, _, n in group.attrs["spm_offsets"]}

@@ -39,11 +39,13 @@ Readings chosen:
   each body compute op gets ``tile_shard`` and ``tile_split`` (per iteration dim, the op
   library's ``iter_dims`` order; ``chip_cut`` when cut across chips); each group gets
   ``cycles`` and ``spm_peak_bytes`` (for graph overlays), the seed's ``spm_alloc_size``
-  (the same peak) and ``spm_offsets``: one ``[lifetime id, offset, bytes]`` per SPM
-  lifetime of the allocation (a template hit's are the template's with the op ids mapped
-  by body position). Everything larger (timelines, schedule inputs, allocations, the
-  model estimate) is in ``PassResult.artifacts`` for views, the JSON report and
-  ``--trace``.
+  (the same peak), ``multi_buffer`` and ``retract`` (the knobs the pipeline used) and
+  ``spm_offsets``: one ``[lifetime id, offset, bytes]`` per SPM lifetime of the
+  allocation (a template hit's are the template's with the op ids mapped by body
+  position). ``schedule_input`` + ``sw_pipeline`` + ``spm_lifetimes`` on these attributes
+  give back the same timeline and lifetime ids (a test checks it). Everything larger
+  (timelines, schedule inputs, allocations, the model estimate) is in
+  ``PassResult.artifacts`` for views, the JSON report and ``--trace``.
 - The report's ``sharding`` / ``split`` of a group map each body op id to its tiles per
   iteration dim and its temporal splits per iteration dim (the op library's
   ``iter_dims`` order).
@@ -167,7 +169,11 @@ class GroupCost(Pass):
                     barriers.append(op.attrs.get("need_barrier", True) is not False)
                     entries.append(done["entry"])
                     decisions.append(done["decision"])
-                    ops.append(_annotated(op, done["entry"], done["strategy"], done["offsets"]))
+                    ops.append(
+                        _annotated(
+                            op, done["entry"], done["strategy"], done["offsets"], self.retract
+                        )
+                    )
                     bar.update(1)
                     bar.set_postfix(hits=cache.hits, refresh=False)
                 functions.append(func.with_ops(ops) if ops != list(func.ops) else func)
@@ -456,6 +462,7 @@ def _annotated(
     entry: Mapping[str, Any],
     strategy: Strategy,
     offsets: tuple[tuple[str, int, int], ...],
+    retract: bool,
 ) -> Op:
     """The group with its schedule written into the IR (module docstring, "IR")."""
     body = group.regions[0]
@@ -474,6 +481,8 @@ def _annotated(
         spm_peak_bytes=entry["spm_peak_bytes"],
         spm_alloc_size=entry["spm_peak_bytes"],
         spm_offsets=offsets,
+        multi_buffer=strategy.multi_buffer,
+        retract=retract,
     )
 
 
