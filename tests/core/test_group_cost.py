@@ -76,10 +76,10 @@ def test_knobs_change_the_schedule() -> None:
     assert any(any(n > 1 for n in e["loops"].values()) for e in double.result.artifacts["groups"])
     assert total["double"] < total["plain"]
     assert total["double"] <= total["single"]
-    # the seed's first fit fragments: on one batch-8 group it needs more than the SPM,
-    # where the best allocator fits; the error lists the live buffers
+    # the seed's first fit fragments: on one batch-8 group of the default strategy it needs
+    # more than the SPM, where the best allocator fits; the error lists the live buffers
     with pytest.raises(Tx8labError, match=r"does not fit in 3080192 bytes.*buffers are live"):
-        _cost(module, "group-cost.alloc=seed")
+        _cost(module, "group-cost.alloc=seed", "group-cost.search=default")
 
 
 def test_seed_allocator_never_beats_best() -> None:
@@ -127,8 +127,8 @@ def test_cli_writes_a_perfetto_trace(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 def test_search_knob_never_loses_to_the_default_and_reports_the_search() -> None:
     module = _grouped("tiny_transformer_block")
-    default = _cost(module)
-    searched = _cost(module, "group-cost.search=search")
+    default = _cost(module, "group-cost.search=default")
+    searched = _cost(module)  # search is the default mode
     exhaustive = _cost(module, "group-cost.search=exhaustive")
     d_entries = default.result.artifacts["groups"]
     s_entries = searched.result.artifacts["groups"]
@@ -208,10 +208,12 @@ def test_progress_bar_on_stderr_when_asked(capsys: pytest.CaptureFixture[str]) -
     module = _grouped("tiny_cnn")
     _cost(module, "group-cost.progress=on")
     err = capsys.readouterr().err
-    assert "group-cost (default)" in err
+    assert "group-cost (search)" in err
     assert "group" in err
     # auto: no bar outside a terminal or notebook, and never for the default strategy
-    _cost(module, "group-cost.search=search")
+    _cost(module)
+    assert "group-cost" not in capsys.readouterr().err
+    _cost(module, "group-cost.search=default", "group-cost.progress=auto")
     assert "group-cost" not in capsys.readouterr().err
 
 

@@ -309,7 +309,7 @@ def test_a_rejected_candidate_shows_its_reason_and_no_timeline() -> None:
 
 
 def test_from_step_searches_a_group_the_run_did_not_search() -> None:
-    steps = trace_of("tiny_transformer_block")  # search=default: nothing stored
+    steps = trace_of("tiny_transformer_block", "group-cost.search=default")  # nothing stored
     assert cost_step(steps).result.artifacts["searches"] == {}
     view = FactorSpaceView.from_step(steps, mlp_id(), mode="exhaustive")
     assert view.result.mode == "exhaustive"
@@ -360,7 +360,9 @@ def test_bad_inputs_are_clear_errors() -> None:
     with pytest.raises(Tx8labError, match=r"%12345 is not a group of the group-cost step"):
         FactorSpaceView.from_step(steps, 12345)
     with pytest.raises(Tx8labError, match=r"has no stored search .*mode='default'"):
-        FactorSpaceView.from_step(trace_of("tiny_cnn"), conv_id(), mode="default")
+        FactorSpaceView.from_step(
+            trace_of("tiny_cnn", "group-cost.search=default"), conv_id(), mode="default"
+        )
     with pytest.raises(Tx8labError, match="pass the hw the run used"):
         FactorSpaceView.from_step(
             trace_of("tiny_transformer_block"), mlp_id(), TIGHT_HW, mode="search"

@@ -128,12 +128,15 @@ def test_page_is_standalone(page: str) -> None:
     assert page.count("<script") == 1 + 12  # plus one newPlot call per figure
 
 
-def test_factor_space_of_each_costliest_group_searched_for_the_page(page: str) -> None:
-    _, steps, report = _run("tiny_cnn")
-    section = _section(page, "Factor space")
+def test_factor_space_of_each_costliest_group_searched_for_the_page(tmp_path: Path) -> None:
+    steps = trace_of("tiny_cnn", "group-cost.search=default")
+    module = steps[0].before
+    report = build_report(module, steps, TX81, model="tiny_cnn")
+    write_html_report(tmp_path / "default.html", module, steps, TX81, report)
+    section = _section((tmp_path / "default.html").read_text(encoding="utf-8"), "Factor space")
     top = costliest_groups(report, 3)
     assert section.count(FIGURE_DIV) == len(top) == 3
-    # the default pipeline does not search: the page searched each group itself
+    # a run with search=default stores no search: the page searched each group itself
     assert section.count("searched for this page (the run used search=&#x27;default&#x27;") == 3
     heads = [section.index(f"<h3>Factor space of group %{gid}</h3>") for gid in top]
     assert heads == sorted(heads)

@@ -9,14 +9,17 @@ from tx8lab.hw import TX81
 
 MODELS = ("tiny_cnn", "layout_align_demo", "tiny_transformer_block")
 
-_TRACES: dict[str, list[Step]] = {}
+_TRACES: dict[tuple[str, ...], list[Step]] = {}
 
 
-def trace_of(name: str) -> list[Step]:
-    """The default pipeline's steps on zoo model ``name`` (cached)."""
-    if name not in _TRACES:
-        _TRACES[name] = list(run_pipeline(zoo.build(name), build_pipeline(), TX81))
-    return _TRACES[name]
+def trace_of(name: str, *settings: str) -> list[Step]:
+    """The default pipeline's steps on zoo model ``name`` with knob ``settings`` (cached)."""
+    key = (name, *settings)
+    if key not in _TRACES:
+        _TRACES[key] = list(
+            run_pipeline(zoo.build(name), build_pipeline(None, list(settings)), TX81)
+        )
+    return _TRACES[key]
 
 
 def step_of(name: str, pass_name: str) -> Step:

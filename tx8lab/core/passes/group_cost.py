@@ -15,13 +15,12 @@ For each top-level ``tx8be.Group``, in program order:
    strategy when ``artifacts["timelines"][id]`` (or the others) is first read, and its
    allocation is the template's packing under the hit's lifetime ids;
 1. the strategy: a ``group_tag`` 2 group (its ops work in DDR; seed GroupCost's bail-out)
-   is neither split nor searched (every op whole on one tile); with ``search=default``
-   (the default knob) the documented default of
-   :func:`~tx8lab.core.schedule.slicing.default_strategy` (shard the largest parallel dim
-   over the tiles, then split in time until the group fits in SPM); with ``search=search``
-   or ``exhaustive`` the best candidate of
+   is neither split nor searched (every op whole on one tile); with ``search=search``
+   (the default knob) or ``exhaustive`` the best candidate of
    :func:`~tx8lab.core.schedule.search.search_group` (sharding levels x split tries,
-   propagated; statuses, pruning and budget in that module);
+   propagated; statuses, pruning and budget in that module); with ``search=default`` the
+   documented default of :func:`~tx8lab.core.schedule.slicing.default_strategy` (shard
+   the largest parallel dim over the tiles, then split in time until the group fits);
 2. :func:`~tx8lab.core.schedule.slicing.schedule_input` (the init pipeline with Repeat
    nodes and buffers, task cycles from the tile cost model);
 3. :func:`~tx8lab.core.schedule.pipeline.sw_pipeline` (retraction, engine slots);
@@ -49,8 +48,10 @@ Readings chosen:
 - The report's ``sharding`` / ``split`` of a group map each body op id to its tiles per
   iteration dim and its temporal splits per iteration dim (the op library's
   ``iter_dims`` order).
-- ``search`` stays ``default`` by default so existing reports and figures do not change;
-  ``search`` never does worse than it (the default strategy is its first candidate). The
+- ``search`` is ``search`` by default (the seed's GroupCost loop over DataSplitNew's
+  candidates); it never does worse than ``default`` (the default strategy is its first
+  candidate). Its budget and the allocator fallback are time limits, so a loaded machine
+  may stop a long search earlier: ``default`` or ``exhaustive`` are time-independent. The
   search allocates with the seed's first fit (falling back to ``best`` on overflow); the
   chosen strategy is re-allocated with the ``alloc`` knob for the report. Report entries
   carry ``candidates_evaluated`` (1 for ``default`` and ``group_tag`` 2, 0 on a template hit),
@@ -116,12 +117,12 @@ class GroupCost(Pass):
     alloc_time_limit_s: float = knob(1.0, "time limit per group for alloc=best", min=0.01)
     """The best allocator is anytime: it keeps the best packing found within the limit."""
     search: str = knob(
-        "default",
+        "search",
         "strategy: default (one documented strategy), search (pruned, budgeted) or exhaustive",
         choices=MODES,
     )
-    """:func:`~tx8lab.core.schedule.search.search_group` mode; ``default`` is the behaviour
-    before the search existed."""
+    """:func:`~tx8lab.core.schedule.search.search_group` mode (the seed's GroupCost loop);
+    ``default`` schedules the one documented default strategy only."""
     search_budget_s: float = knob(2.0, "time budget per searched group (search mode)", min=0.0)
     """The search stops between candidates once this is spent and a candidate fits."""
     dp: int = knob(1, "chips in data parallel: dim 0 of each group output cut across them", min=1)
