@@ -195,7 +195,7 @@ def test_print_ir_after_all_is_accepted_by_mlir_opt(
             ["run", "tiny_cnn", "--set", "fold-constants.max_bytes=big"],
             "knob fold-constants.max_bytes: 'big' is not a valid int",
         ),
-        (["run", "tiny_cnn", "--until", "codegen"], "--until codegen: no such pass"),
+        (["run", "tiny_cnn", "--until", "main-c"], "--until main-c: no such pass"),
         (["run", "tiny_cnn", "--hw", "tx99"], "unknown hardware preset 'tx99'"),
         (["run", "tiny_cnn", "--hw-set", "tile.nope=1"], "unknown hw field 'tile.nope'"),
         (["run", "tiny_cnn", "--input-shape", "x=1x3"], "--input-shape applies to ONNX files"),

@@ -17,6 +17,9 @@ Readings chosen:
   comment). Constant data above 1 KiB prints as ``dense_resource<__elided__>``.
 - ``--hw PRESET`` picks the chip, ``--hw-set key=value`` overrides one field
   (``tile.spm_bytes=2Mi``).
+- ``run --emit-c OUT_DIR`` writes the codegen pass's ``main.c`` and a copy of
+  ``tx8_oplib.h`` into OUT_DIR (created when missing), so ``gcc -fsyntax-only
+  OUT_DIR/main.c`` compiles there; ``--json`` lists both under ``codegen.files``.
 - ``run --report OUT.html`` writes one standalone page
   (:func:`tx8lab.widgets.report_html.write_html_report`); it needs the widgets extra and
   says so when it is missing (core never imports widgets; only this flag does, lazily).
@@ -210,6 +213,13 @@ def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
             f"{'yes' if step.changed else 'no':<8}{step.num_ops_after:>7}"
             f"{len(step.decisions):>11}\n"
         )
+    emitted: list[Path] = []
+    if args.emit_c:
+        from tx8lab.core.passes.codegen import write_c
+
+        emitted = write_c(args.emit_c, steps)
+        size = emitted[0].stat().st_size
+        table.write(f"main.c written to {emitted[0]} ({size} bytes) with {emitted[1].name}\n")
     if args.json or args.report:
         report = build_report(
             module,
@@ -220,6 +230,7 @@ def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
             knobs=knobs,
             hw_overrides=hw_overrides,
             until=args.until,
+            emitted_files=emitted,
         )
     if args.json:
         write_report(args.json, report)
@@ -519,6 +530,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--trace",
         metavar="OUT.json",
         help="write a Chrome/Perfetto trace of the scheduled groups (needs group-cost)",
+    )
+    run.add_argument(
+        "--emit-c",
+        metavar="OUT_DIR",
+        help="write the codegen pass's main.c and the tx8_oplib.h header into OUT_DIR",
     )
     run.add_argument(
         "--report",

@@ -15,7 +15,9 @@ Readings chosen:
   need_barrier). ``sharding``, ``split``, ``cycles`` and ``spm_peak_bytes`` per group and
   ``total_cycles`` / ``latency_s`` come only from a ``group-cost`` step (that step's
   ``artifacts["groups"]``, merged by group id, and its model estimate; see
-  :func:`_cost_section` for the barriers).
+  :func:`_cost_section` for the barriers). ``codegen`` (when the codegen pass ran) holds
+  its stats (groups, calls, bytes, lines of main.c) and ``files``, the paths
+  ``--emit-c`` wrote (empty without it).
 - ``num_ops`` counts the input module's ops (nested ones included, terminators not);
   ``num_ops_final`` the output's. Each pass entry adds its index, knobs, ops before,
   decision count, stats and whether the result came from a cache.
@@ -167,8 +169,12 @@ def build_report(
     knobs: Mapping[str, Any] | None = None,
     hw_overrides: Mapping[str, Any] | None = None,
     until: str | None = None,
+    emitted_files: Iterable[str | Path] = (),
 ) -> dict[str, Any]:
-    """The report for a run of ``steps`` on ``module`` (the pipeline's input)."""
+    """The report for a run of ``steps`` on ``module`` (the pipeline's input).
+
+    ``emitted_files`` are the files ``--emit-c`` wrote (listed under ``codegen.files``).
+    """
     steps = list(steps)
     final = steps[-1].after if steps else module
     name = model or str(module.attrs.get("tx8.model", "module"))
@@ -200,6 +206,11 @@ def build_report(
     cost = by_name.get("group-cost")
     if cost is not None:
         report.update(_cost_section(cost, final, report.get("groups", [])))
+    codegen = by_name.get("codegen")
+    if codegen is not None:
+        report["codegen"] = to_jsonable(dict(codegen.stats)) | {
+            "files": [str(p) for p in emitted_files]
+        }
     return report
 
 

@@ -43,6 +43,9 @@ from tx8lab.core.ops.registry import (
     f32,
 )
 
+#: Largest finite float32 (codegen writes it for an unbounded Clip side).
+_FLT_MAX = 3.4028234663852886e38
+
 # Numerical Recipes ``erfcc`` coefficients (Chebyshev fit; fractional error < 1.2e-7)
 _ERFC_COEFFS = (
     -1.26551223,
@@ -103,6 +106,18 @@ class UnaryOp(OpDef):
     family = "activation"
     num_operands = 1
     float_only: ClassVar[bool] = True
+    c_param = "UNARY_PARAM"
+
+    def codegen_fields(self, op: Op, slice_shape: SliceShape) -> dict[str, Any]:
+        """``alpha``/``beta``: the op's two scalars (Clip's min/max, HardSigmoid's), if any."""
+        for low, high in (("alpha", "beta"), ("min", "max")):
+            if low in self.attrs:
+                # C floats have no infinity literal: an unbounded Clip side is +-FLT_MAX
+                return {
+                    "alpha": max(-_FLT_MAX, min(_FLT_MAX, float(self.attr(op, low)))),
+                    "beta": max(-_FLT_MAX, min(_FLT_MAX, float(self.attr(op, high)))),
+                }
+        return {}
 
     def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
         """Seed ``tileShardingSplit`` for activation.

@@ -151,6 +151,18 @@ class Conv2d(OpDef):
     summary = "conv2d(x, w) + bias"
     family = "conv"
     num_operands = (2, 3)
+    c_param = "CONV2D_PARAM"
+
+    def codegen_fields(self, op: Op, slice_shape: SliceShape) -> dict[str, Any]:
+        """Window, strides, pads, dilations and groups (the OHWI weight gives the window)."""
+        return {
+            "kernel": tuple(op.operands[1].type.shape[1:3]),
+            "strides": tuple(self.attr(op, "strides")),
+            "pads": tuple(self.attr(op, "pads")),
+            "dilations": tuple(self.attr(op, "dilations")),
+            "group": int(self.attr(op, "group")),
+        }
+
     attrs: ClassVar[dict[str, AttrSpec]] = {
         "strides": AttrSpec(tuple, (1, 1), "(stride_h, stride_w)"),
         "pads": AttrSpec(tuple, (0, 0, 0, 0), "(top, left, bottom, right)"),

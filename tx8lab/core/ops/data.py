@@ -76,6 +76,7 @@ from tx8lab.core.ops.registry import (
     OpAttr,
     OpDef,
     ShardingSplitParam,
+    SliceShape,
     StopsLayout,
 )
 from tx8lab.errors import Tx8labError
@@ -130,6 +131,14 @@ class _DataOp(OpDef):
     """Base: family data, BOTH by default."""
 
     family = "data"
+    c_param = "DATA_PARAM"
+
+    def codegen_fields(self, op: Op, slice_shape: SliceShape) -> dict[str, Any]:
+        """``axis`` (non-negative) for the ops that have one, else -1."""
+        if "axis" not in self.attrs:
+            return {"axis": -1}
+        rank = op.operands[0].type.rank if op.operands else op.results[0].type.rank
+        return {"axis": norm_axis(self, self.attr(op, "axis"), max(rank, 1))}
 
     def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
         """Seed ``tileShardingSplit`` for data ops.
@@ -326,6 +335,7 @@ class Split(_DataOp):
     kind: ClassVar[str] = "tx8be.Split"
     summary = "split along axis"
     num_operands = 1
+    c_multi_results = True
     attrs: ClassVar[dict[str, AttrSpec]] = {
         "axis": AttrSpec(int, doc="split axis"),
         "sizes": AttrSpec(tuple, doc="size of each piece (sum = dim)"),
@@ -752,6 +762,7 @@ class Tuple(_DataOp):
     kind: ClassVar[str] = "tx8be.Tuple"
     summary = "tuple of values"
     num_operands = (1, None)
+    c_multi_results = True
 
     def _infer(
         self, operands: Sequence[TensorType], attrs: Mapping[str, Any]

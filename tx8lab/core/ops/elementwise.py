@@ -57,6 +57,7 @@ class BinaryOp(OpDef):
 
     family = "elementwise"
     num_operands = 2
+    c_param = "ELTWISE_PARAM"
 
     def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
         """Seed ``tileShardingSplit`` for elementwise.
@@ -218,6 +219,7 @@ class Where(OpDef):
     summary = "cond ? a : b"
     family = "elementwise"
     num_operands = 3
+    c_param = "ELTWISE_PARAM"
 
     def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
         """Seed ``tileShardingSplit`` for elementwise.

@@ -11,12 +11,19 @@ Readings chosen where the seed is vague:
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from tx8lab.core.attrs import AlignMode
 from tx8lab.core.ir import Op
 from tx8lab.core.ops.common import both_attr
-from tx8lab.core.ops.registry import Array, AttrSpec, OpAttr, OpDef, ShardingSplitParam
+from tx8lab.core.ops.registry import (
+    Array,
+    AttrSpec,
+    OpAttr,
+    OpDef,
+    ShardingSplitParam,
+    SliceShape,
+)
 
 
 class ChannelNorm(OpDef):
@@ -26,6 +33,12 @@ class ChannelNorm(OpDef):
     summary = "layout conversion (direction true: to ALIGN)"
     family = "layout"
     num_operands = 1
+    c_param = "CHANNEL_NORM_PARAM"
+
+    def codegen_fields(self, op: Op, slice_shape: SliceShape) -> dict[str, Any]:
+        """``direction``: 1 = to ALIGN (Cx), 0 = to NALIGN."""
+        return {"direction": bool(self.attr(op, "direction"))}
+
     attrs: ClassVar[dict[str, AttrSpec]] = {
         "direction": AttrSpec(bool, doc="true = to ALIGN, false = to NALIGN"),
     }

@@ -54,6 +54,15 @@ class _NeOp(OpDef):
     """Base for NE ops: ALIGN only, engine NE."""
 
     family = "matmul"
+    c_param = "MATMUL_PARAM"
+
+    def codegen_fields(self, op: Op, slice_shape: SliceShape) -> dict[str, Any]:
+        """The NE product of the slice (``ne_shape``) and the transposes."""
+        batch, m, k, n = self.ne_shape(op, slice_shape)
+        fields: dict[str, Any] = {"batch": batch, "m": m, "k": k, "n": n}
+        for name in ("trans_a", "trans_b"):
+            fields[name] = bool(self.attr(op, name)) if name in self.attrs else False
+        return fields
 
     def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
         """Seed ``tileShardingSplit`` for matmul/gemm.

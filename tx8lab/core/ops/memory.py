@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tx8lab.core.attrs import AlignMode, Engine, RandomInit
+from tx8lab.core.codegen_c import CCall
 from tx8lab.core.dtypes import from_numpy
 from tx8lab.core.ir import Op, TensorType
 from tx8lab.core.ops.registry import (
@@ -96,6 +97,11 @@ class LoadConst(Constant):
         **Constant.attrs,
         "const_id": AttrSpec(int, -1, "index in the const manager's table (-1: none yet)"),
     }
+    c_param = "DMA"
+
+    def codegen(self, op: Op, call: CCall) -> str:
+        """``op_dma_load_const(dst, ddr, g)``: the constant's slice DDR -> SPM (RDMA)."""
+        return f"op_dma_load_const({call.outs[0]}, {call.ddr}, {call.g_shape})"
 
     def op_attr(self, op: Op) -> OpAttr:
         return OpAttr(
@@ -110,6 +116,11 @@ class LoadVar(OpDef):
     summary = "load DDR -> SPM"
     family = "memory"
     num_operands = 1
+    c_param = "DMA"
+
+    def codegen(self, op: Op, call: CCall) -> str:
+        """``op_dma_load(dst, ddr, g)``: the variable's slice DDR -> SPM (RDMA)."""
+        return f"op_dma_load({call.outs[0]}, {call.ddr}, {call.g_shape})"
 
     def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
         """Seed ``tileShardingSplit`` for load.
@@ -138,6 +149,11 @@ class StoreVar(OpDef):
     summary = "store SPM -> DDR"
     family = "memory"
     num_operands = 1
+    c_param = "DMA"
+
+    def codegen(self, op: Op, call: CCall) -> str:
+        """``op_dma_store(src, ddr, g)``: the slice SPM -> DDR (WDMA)."""
+        return f"op_dma_store({call.ins[0]}, {call.ddr}, {call.g_shape})"
 
     def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
         """Seed ``tileShardingSplit`` for store.

@@ -64,6 +64,14 @@ from tx8lab.core.ops.registry import (
 class _RowNorm(OpDef):
     """Shared slicing of ops that normalise whole rows: dims from ``first_axis`` are whole."""
 
+    c_param = "NORM_PARAM"
+
+    def codegen_fields(self, op: Op, slice_shape: SliceShape) -> dict[str, Any]:
+        """The (first) normalised axis, non-negative, and epsilon (0 for Softmax)."""
+        rank = op.operands[0].type.rank
+        eps = float(self.attr(op, "epsilon")) if "epsilon" in self.attrs else 0.0
+        return {"axis": norm_axis(self, self.attr(op, "axis"), rank), "epsilon": eps}
+
     def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
         """Seed ``tileShardingSplit`` for row norms (Softmax, LayerNorm, RMSNorm).
 
@@ -235,6 +243,12 @@ class BatchNorm_Inference(OpDef):
     summary = "scale * (x - mean) / sqrt(var + eps) + offset"
     family = "norm"
     num_operands = 5
+    c_param = "BATCHNORM_INFER_PARAM"
+
+    def codegen_fields(self, op: Op, slice_shape: SliceShape) -> dict[str, Any]:
+        """The seed's ``BATCHNORM_INFER_PARAM``: epsilon."""
+        return {"epsilon": float(self.attr(op, "epsilon"))}
+
     attrs: ClassVar[dict[str, AttrSpec]] = {
         "epsilon": AttrSpec(float, 1e-6, "added to the variance (seed 001 step 4)"),
     }

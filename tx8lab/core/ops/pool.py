@@ -49,12 +49,21 @@ class _Pool2d(OpDef):
 
     family = "pool"
     num_operands = 1
+    c_param = "POOL_PARAM"
     attrs: ClassVar[dict[str, AttrSpec]] = {
         "kernel": AttrSpec(tuple, doc="(kernel_h, kernel_w)"),
         "strides": AttrSpec(tuple, (1, 1), "(stride_h, stride_w)"),
         "pads": AttrSpec(tuple, (0, 0, 0, 0), "(top, left, bottom, right)"),
         "ceil_mode": AttrSpec(bool, False, "round the output size up"),
     }
+
+    def codegen_fields(self, op: Op, slice_shape: SliceShape) -> dict[str, Any]:
+        """Window, strides and pads."""
+        return {
+            "kernel": tuple(self.attr(op, "kernel")),
+            "strides": tuple(self.attr(op, "strides")),
+            "pads": tuple(self.attr(op, "pads")),
+        }
 
     def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
         """Seed ``tileShardingSplit`` for pool.
@@ -181,6 +190,12 @@ class GlobalAvgPool(OpDef):
     summary = "mean over H, W"
     family = "pool"
     num_operands = 1
+    c_param = "POOL_PARAM"
+
+    def codegen_fields(self, op: Op, slice_shape: SliceShape) -> dict[str, Any]:
+        """The window is the whole H x W of the NHWC input."""
+        h, w = op.operands[0].type.shape[1:3]
+        return {"kernel": (h, w), "strides": (1, 1), "pads": (0, 0, 0, 0)}
 
     def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
         """Seed ``tileShardingSplit`` for global pool.

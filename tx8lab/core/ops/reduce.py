@@ -49,10 +49,17 @@ class _Reduce(OpDef):
 
     family = "reduce"
     num_operands = 1
+    c_param = "REDUCE_PARAM"
     attrs: ClassVar[dict[str, AttrSpec]] = {
         "axes": AttrSpec(tuple, doc="axes to reduce (negative allowed)"),
         "keepdims": AttrSpec(bool, True, "keep reduced axes as size 1"),
     }
+
+    def codegen_fields(self, op: Op, slice_shape: SliceShape) -> dict[str, Any]:
+        """The reduced axes (made non-negative) and ``keepdims``."""
+        rank = op.operands[0].type.rank
+        axes = tuple(sorted(norm_axis(self, a, rank) for a in self.attr(op, "axes")))
+        return {"axes": axes, "num_axes": len(axes), "keepdims": bool(self.attr(op, "keepdims"))}
 
     def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
         """Seed ``tileShardingSplit`` for reduce.

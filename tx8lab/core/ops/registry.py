@@ -24,8 +24,9 @@ in ``tx8lab.core.ops`` maps ``"tx8be.<Name>"`` to an instance.
 | ``tileShardingSplit`` | :meth:`OpDef.tile_sharding_split` over :class:`ShardingSplitParam`
   (BatchNorm_Inference has the seed's code; every other family maps operand dims through
   :meth:`OpDef.operand_dims`, see ``tx8lab.core.schedule.sharding``) |
-| ``backWindow`` / ``genOpCode`` | stubs that raise ``NotImplementedError`` naming the op and
-  the issue that fills them |
+| ``genOpCode`` | :meth:`OpDef.codegen` (one C call per slice; each family sets ``c_param``
+  and :meth:`OpDef.codegen_fields`, see ``tx8lab.core.codegen_c``) |
+| ``backWindow`` | a stub that raises ``NotImplementedError`` naming the op |
 
 Readings chosen where the seed is vague:
 
@@ -66,6 +67,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tx8lab.core.attrs import AlignMode, DevInfo, Engine, LayoutMode, ParallelAttr
+from tx8lab.core.codegen_c import CCall, compute_call
 from tx8lab.core.dtypes import bits_of
 from tx8lab.core.ir import Op, TensorType
 from tx8lab.core.layout_str import (
@@ -577,9 +579,34 @@ class OpDef:
         """Seed ``backWindow``."""
         raise NotImplementedError(f"{self.kind}: back_window comes with the sharding-search issue")
 
-    def codegen(self, op: Op) -> str:
-        """Seed ``genOpCode``: the C call for this op in main.c."""
-        raise NotImplementedError(f"{self.kind}: codegen comes with the codegen issue")
+    # ------------------------------------------------------------- codegen (genOpCode)
+    c_param: ClassVar[str] = ""
+    """The family's C parameter struct (``tx8lab.core.codegen_c.PARAM_STRUCTS``); "" = the
+    kind has no codegen yet."""
+    c_multi_results: ClassVar[bool] = False
+    """The C function takes ``TSR *const *outs, int32_t num_outs`` (ops with several results)."""
+
+    def codegen(self, op: Op, call: CCall) -> str:
+        """Seed ``genOpCode``: the C call of one slice of ``op`` in main.c (no ``;``).
+
+        The default serves every compute family: ``op_<name>(&(PARAM){...}, ins, imm, psum,
+        outs)`` with the family's :meth:`codegen_fields` (see ``tx8lab.core.codegen_c``).
+
+        Raises:
+            Tx8labError: the kind has no ``c_param`` (no codegen); the message names the op.
+        """
+        if not self.c_param:
+            raise Tx8labError(
+                f"{op.label}: {self.kind} has no codegen in the op library; give its OpDef "
+                "family a c_param (a struct of tx8lab/core/codegen_c.py PARAM_STRUCTS) and, "
+                "if the slice alone does not describe it, codegen_fields"
+            )
+        fields = self.codegen_fields(op, call.slice)
+        return compute_call(self, call, fields, self.compute_dtype(op))
+
+    def codegen_fields(self, op: Op, slice_shape: SliceShape) -> dict[str, Any]:
+        """The family's own parameter fields for one slice (default: none)."""
+        return {}
 
 
 class StopsLayout(OpDef):

@@ -3,9 +3,9 @@
 Spec: DESIGN.md §5 and STYLE.md ("Registry"). Passes do not register themselves when
 imported; each is imported here and listed once. ``DEFAULT_PIPELINE`` names the passes
 that exist so far, in the order the seed's pipeline would run them (constant folding and
-DCE clean the graph before layout-init); later passes (codegen) join it as
-they land. Grouping is the ``group`` pass, whose knob ``strategy`` runs ``group-pattern``
-or ``group-hdfg`` (both also runnable by name).
+DCE clean the graph before layout-init), ending with ``codegen`` (main.c). Grouping is
+the ``group`` pass, whose knob ``strategy`` runs ``group-pattern`` or ``group-hdfg`` (both
+also runnable by name).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from tx8lab.core.passes.codegen import Codegen
 from tx8lab.core.passes.const_norm import ConstNorm
 from tx8lab.core.passes.dce import DCE
 from tx8lab.core.passes.fold_constants import FoldConstants
@@ -54,6 +55,7 @@ PASSES: dict[str, type[Pass]] = {
         GroupCost,
         OptBarrier,
         OptDdr,
+        Codegen,
     )
 }
 
@@ -74,6 +76,7 @@ DEFAULT_PIPELINE: list[str] = [
     "group-cost",
     "opt-barrier",
     "opt-ddr",
+    "codegen",
 ]
 
 
@@ -121,6 +124,7 @@ __all__ = [
     "DCE",
     "DEFAULT_PIPELINE",
     "PASSES",
+    "Codegen",
     "ConstNorm",
     "FoldConstants",
     "Group",

@@ -1,0 +1,336 @@
+"""C text helpers of the op library's ``codegen`` members (seed 001 ``genOpCode``).
+
+Spec: seed 001 ("OpLibInterface": ``genOpCode`` returns the op's code for ``main.c``; the
+BatchNorm ``op_batchnorm_inference(param, in, scale, shift, mean, var, imm, out)``
+prototype; the ``TSR`` / ``L_SHAPE`` / ``G_SHAPE`` structs; ``OP_INSTR_TYPE``; the AddVS
+example: a parameter struct per instruction, ``TsmExecute`` returns the cycles, the caller
+adds them up). This module knows no op: the op families (``tx8lab/core/ops``) say which
+parameter struct they fill and with what, and :func:`compute_call` / :func:`prototype`
+turn that into one C call and its declaration; :func:`header_text` is the whole shipped
+``tx8lab/kernels/include/tx8_oplib.h``.
+
+Readings chosen where the seed is vague:
+
+- **One call convention for every compute op**, the seed's BatchNorm one generalised:
+  ``uint64_t op_<name>(const <FAMILY>_PARAM *param, TSR *in0, ..., TSR *imm, TSR *psum,
+  TSR *out)``; the result is the op's cycles (as ``TsmExecute`` gives them). A variadic
+  op (Concatenate, Tuple) takes ``TSR *const *ins, int32_t num_ins`` instead of ``in0..``;
+  an op with several results (Split, Tuple) ``TSR *const *outs, int32_t num_outs``.
+  ``imm`` (getImmSpSize scratch) and ``psum`` (the partial-sum accumulator of a reduction
+  split in time) are ``NULL`` when the slice has none.
+- **Parameter structs per family** (``CONV2D_PARAM``, ``MATMUL_PARAM`` ...; BatchNorm keeps
+  the seed's ``BATCHNORM_INFER_PARAM``). Every one starts with the common fields: the data
+  format, the iteration slice (the op library's ``temporalSliceShape`` iteration dims) and
+  the psum flags ``psum_init`` (first step of the reduction loop: write, do not add) and
+  ``psum_last`` (last step: write the result out). Values may be C expressions of the
+  loop indices (``i2 == 0``).
+- Function names are ``op_`` + the kind in snake case, with the seed's spellings
+  (``op_batchnorm_inference``, ``op_matmul``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tx8lab.errors import Tx8labError
+
+if TYPE_CHECKING:
+    from tx8lab.core.ops.registry import OpDef, SliceShape
+
+#: Largest rank of an ``L_SHAPE`` / ``G_SHAPE`` / iteration slice.
+MAX_SHAPE_DIM = 8
+
+#: IR dtype -> the seed's ``Data_Format`` name.
+FORMATS: dict[str, str] = {
+    "f16": "Fmt_FP16",
+    "bf16": "Fmt_BF16",
+    "f32": "Fmt_FP32",
+    "tf32": "Fmt_TF32",
+    "i8": "Fmt_INT8",
+    "i32": "Fmt_INT32",
+    "i64": "Fmt_INT64",
+    "i1": "Fmt_BOOL",
+}
+
+#: Fields every parameter struct starts with.
+COMMON_FIELDS: tuple[str, ...] = (
+    "Data_Format fmt",
+    "int32_t dim",
+    "int32_t slice[MAX_SHAPE_DIM]",
+    "int32_t psum_init",
+    "int32_t psum_last",
+)
+
+#: Parameter struct -> its family's own fields (after :data:`COMMON_FIELDS`).
+PARAM_STRUCTS: dict[str, tuple[str, ...]] = {
+    "ELTWISE_PARAM": (),
+    "UNARY_PARAM": ("float alpha", "float beta"),
+    "MATMUL_PARAM": (
+        "int32_t batch",
+        "int32_t m",
+        "int32_t k",
+        "int32_t n",
+        "int32_t trans_a",
+        "int32_t trans_b",
+    ),
+    "CONV2D_PARAM": (
+        "int32_t kernel[2]",
+        "int32_t strides[2]",
+        "int32_t pads[4]",
+        "int32_t dilations[2]",
+        "int32_t group",
+    ),
+    "POOL_PARAM": ("int32_t kernel[2]", "int32_t strides[2]", "int32_t pads[4]"),
+    "REDUCE_PARAM": ("int32_t axes[MAX_SHAPE_DIM]", "int32_t num_axes", "int32_t keepdims"),
+    "NORM_PARAM": ("int32_t axis", "float epsilon"),
+    "BATCHNORM_INFER_PARAM": ("float epsilon",),
+    "DATA_PARAM": ("int32_t axis",),
+    "CHANNEL_NORM_PARAM": ("int32_t direction",),
+}
+
+#: The seed's OP_INSTR_TYPE, in its order.
+OP_INSTR_TYPES: tuple[str, ...] = (
+    "I_CGRA",
+    "I_NEUR",
+    "I_RDMA",
+    "I_WDMA",
+    "I_TDMA",
+    "I_SCALAR",
+    "I_DTE",
+    "I_CSR",
+)
+
+_SPELLINGS = (("BatchNorm", "Batchnorm"), ("MatMul", "Matmul"), ("RMS", "Rms"))
+
+
+def c_function(kind: str) -> str:
+    """The op library function of an op kind.
+
+    Examples:
+        >>> c_function("tx8be.BatchNorm_Inference"), c_function("tx8be.BatchMatMul")
+        ('op_batchnorm_inference', 'op_batch_matmul')
+        >>> c_function("tx8be.Conv2d"), c_function("tx8be.RMSNorm")
+        ('op_conv2d', 'op_rms_norm')
+    """
+    name = kind.split(".", 1)[-1]
+    for seed, spelled in _SPELLINGS:
+        name = name.replace(seed, spelled)
+    return "op_" + re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower().replace("__", "_")
+
+
+def c_format(dtype: str, where: str = "") -> str:
+    """The ``Data_Format`` of an IR dtype, or an error naming ``where``."""
+    fmt = FORMATS.get(dtype)
+    if fmt is None:
+        at = f"{where}: " if where else ""
+        raise Tx8labError(
+            f"{at}element type {dtype!r} has no Data_Format in codegen; known: "
+            f"{', '.join(FORMATS)} (add it to tx8lab/core/codegen_c.py FORMATS)"
+        )
+    return fmt
+
+
+def c_value(value: Any) -> str:
+    """A C initializer for a field value (ints, bools, floats, tuples, C expressions).
+
+    Examples:
+        >>> c_value((3, 3)), c_value(True), c_value(1e-06), c_value("i2 == 0")
+        ('{3, 3}', '1', '1e-06f', 'i2 == 0')
+    """
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        text = repr(value)
+        if text in ("inf", "-inf", "nan"):
+            raise Tx8labError(f"codegen: {value} has no C float literal")
+        return text + ("f" if any(c in text for c in ".e") else ".0f")
+    if isinstance(value, tuple | list):
+        return "{" + ", ".join(c_value(v) for v in value) + "}"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class CCall:
+    """What the code generator hands an op's ``codegen``: its slice and its C operands."""
+
+    slice: SliceShape
+    """``temporalSliceShape`` of the op under its strategy (one tile, one step)."""
+    ins: tuple[str, ...] = ()
+    """One ``TSR *`` expression per operand (``&t_37``)."""
+    outs: tuple[str, ...] = ()
+    """One ``TSR *`` expression per result."""
+    imm: str = "NULL"
+    """The scratch buffer (``&t_6_imm``) or ``NULL``."""
+    psum: str = "NULL"
+    """The partial-sum accumulator or ``NULL``."""
+    psum_init: str = "1"
+    """C expression: this step starts the accumulation."""
+    psum_last: str = "1"
+    """C expression: this step ends it."""
+    ddr: str = "0"
+    """DMA ops: the DDR address (a macro of main.c, ``DDR_37``)."""
+    g_shape: str = "NULL"
+    """DMA ops: the ``G_SHAPE *`` of the DDR tensor."""
+
+
+def _variadic(opdef: OpDef) -> bool:
+    spec = opdef.num_operands
+    return not isinstance(spec, int) and spec[0] != spec[1]
+
+
+def compute_call(opdef: OpDef, call: CCall, fields: Mapping[str, Any], dtype: str) -> str:
+    """``op_<name>(&(PARAM){...}, ins, imm, psum, outs)`` for one slice (no ``;``)."""
+    struct = opdef.c_param
+    if len(call.slice.iteration) > MAX_SHAPE_DIM:
+        raise Tx8labError(
+            f"{opdef.kind}: {len(call.slice.iteration)} iteration dims exceed "
+            f"MAX_SHAPE_DIM = {MAX_SHAPE_DIM} of the C structs"
+        )
+    values: dict[str, Any] = {
+        "fmt": c_format(dtype, opdef.kind),
+        "dim": len(call.slice.iteration),
+        "slice": tuple(call.slice.iteration),
+        "psum_init": call.psum_init,
+        "psum_last": call.psum_last,
+    }
+    known = {f.split()[-1].split("[")[0] for f in (*COMMON_FIELDS, *PARAM_STRUCTS[struct])}
+    for name, value in fields.items():
+        if name not in known:
+            raise Tx8labError(f"{opdef.kind}: {struct} has no field {name!r}")
+        values[name] = value
+    param = "&(" + struct + "){" + ", ".join(f".{k} = {c_value(v)}" for k, v in values.items())
+    args = [param + "}"]
+    if _variadic(opdef):
+        args += ["(TSR *[]){" + ", ".join(call.ins) + "}", str(len(call.ins))]
+    else:
+        args += list(call.ins)
+    args += [call.imm, call.psum]
+    if opdef.c_multi_results:
+        args += ["(TSR *[]){" + ", ".join(call.outs) + "}", str(len(call.outs))]
+    else:
+        args += list(call.outs)
+    return f"{c_function(opdef.kind)}({', '.join(args)})"
+
+
+def prototype(opdef: OpDef) -> str:
+    """The header declaration of a compute op's function (see the module docstring)."""
+    args = [f"const {opdef.c_param} *param"]
+    spec = opdef.num_operands
+    if _variadic(opdef):
+        args += ["TSR *const *ins", "int32_t num_ins"]
+    else:
+        count = spec if isinstance(spec, int) else spec[0]
+        args += [f"TSR *in{i}" for i in range(count)]
+    args += ["TSR *imm", "TSR *psum"]
+    if opdef.c_multi_results:
+        args += ["TSR *const *outs", "int32_t num_outs"]
+    else:
+        args.append("TSR *out")
+    return f"uint64_t {c_function(opdef.kind)}({', '.join(args)});"
+
+
+def _struct(name: str, fields: Sequence[str]) -> list[str]:
+    return ["typedef struct " + name + " {", *(f"    {f};" for f in fields), "} " + name + ";", ""]
+
+
+def header_text() -> str:
+    """The text of ``tx8lab/kernels/include/tx8_oplib.h`` (declarations only)."""
+    from tx8lab.core.ops import OPS
+
+    lines = [
+        "/* tx8_oplib.h: declarations of the TX8 op library that tx8lab's main.c calls.",
+        " *",
+        " * Generated by tx8lab.core.codegen_c.header_text(); do not edit by hand",
+        " * (tests/core/test_codegen.py checks the shipped copy). Declarations only: the",
+        " * op library itself runs on the tile (RISC-V) or the C model (seed 001).",
+        " */",
+        "#ifndef TX8_OPLIB_H",
+        "#define TX8_OPLIB_H",
+        "",
+        "#include <stddef.h>",
+        "#include <stdint.h>",
+        "",
+        f"#define MAX_SHAPE_DIM {MAX_SHAPE_DIM}",
+        "",
+        "typedef enum Data_Format {",
+        *(f"    {f}," for f in FORMATS.values()),
+        "} Data_Format;",
+        "",
+        "/* seed 001: the engine an instruction belongs to */",
+        "typedef enum OP_INSTR_TYPE {",
+        *(f"    {t}," for t in OP_INSTR_TYPES),
+        "} OP_INSTR_TYPE;",
+        "",
+    ]
+    lines += _struct(
+        "L_SHAPE",
+        (
+            "int32_t shape_whole[MAX_SHAPE_DIM]",
+            "int32_t shape_start[MAX_SHAPE_DIM]",
+            "int32_t shape_slice[MAX_SHAPE_DIM]",
+            "int32_t shape_real[MAX_SHAPE_DIM]",
+            "int32_t dim",
+        ),
+    )
+    lines += _struct(
+        "G_SHAPE",
+        (
+            "int32_t spatial_start[MAX_SHAPE_DIM]",
+            "int32_t spatial_end[MAX_SHAPE_DIM]",
+            "int32_t dynamic_offset[MAX_SHAPE_DIM]",
+            "int32_t shape[MAX_SHAPE_DIM]",
+            "int32_t dim",
+            "int32_t done",
+            "int32_t batch_offset[MAX_SHAPE_DIM]",
+        ),
+    )
+    lines += _struct("TSR", ("Data_Format format", "uint64_t addr", "L_SHAPE *shape"))
+    for name, fields in PARAM_STRUCTS.items():
+        lines += _struct(name, (*COMMON_FIELDS, *fields))
+    lines += [
+        "/* runtime: the tile this code runs on, its window of a sharded DDR tensor, sync */",
+        "int32_t tsm_tile_id(void);",
+        "int32_t tsm_tile_in_region(int32_t tile_id, int32_t x, int32_t y, int32_t dx, "
+        "int32_t dy);",
+        "void tsm_tile_window(G_SHAPE *g, const int32_t *tiles_per_dim, int32_t tile_id);",
+        "uint64_t tsm_barrier(void);",
+        "",
+        "/* DMA (RDMA loads DDR -> SPM, WDMA stores SPM -> DDR); each advances",
+        " * tsr->shape->shape_start over the tile's window of g and sets g->done at its end */",
+        "uint64_t op_dma_load(TSR *dst, uint64_t ddr_addr, G_SHAPE *g);",
+        "uint64_t op_dma_load_const(TSR *dst, uint64_t ddr_addr, G_SHAPE *g);",
+        "uint64_t op_dma_store(TSR *src, uint64_t ddr_addr, G_SHAPE *g);",
+        "",
+        "/* compute ops: one slice on one tile; the result is the cycles (TsmExecute) */",
+    ]
+    seen: set[str] = set()
+    for kind in sorted(OPS):
+        opdef = OPS[kind]
+        if opdef.c_param and opdef.family != "memory":
+            line = prototype(opdef)
+            if line not in seen:
+                seen.add(line)
+                lines.append(line)
+    lines += ["", "#endif /* TX8_OPLIB_H */", ""]
+    return "\n".join(lines)
+
+
+__all__ = [
+    "COMMON_FIELDS",
+    "FORMATS",
+    "MAX_SHAPE_DIM",
+    "OP_INSTR_TYPES",
+    "PARAM_STRUCTS",
+    "CCall",
+    "c_format",
+    "c_function",
+    "c_value",
+    "compute_call",
+    "header_text",
+    "prototype",
+]
