@@ -209,3 +209,29 @@ def test_cli_report_without_the_widgets_extra_is_a_clear_error(
     assert "--report needs the widgets extra" in err
     assert "pip install 'tx8lab[widgets]'" in err
     assert not out.exists()
+
+
+def test_costliest_groups_show_their_ir_beside_their_c(page: str) -> None:
+    _, steps, report = _run("tiny_cnn")
+    codegen = steps[-1]
+    assert codegen.name == "codegen"
+    top = costliest_groups(report, 3)
+    for gid in top:
+        c = codegen.result.artifacts["c"][gid]
+        start = page.index(f"<summary>%{gid}: IR and C ({len(c.encode()):,} bytes of C)</summary>")
+        block = page[start : page.index("</details>", start)]
+        ir, code = block.split('<pre class="c"', 1)
+        assert f"%{gid} = &quot;tx8be.Group&quot;" in ir
+        assert html.escape(c) in code
+    assert page.count('<details class="c-code">') == len(top)
+
+
+def test_without_codegen_the_page_says_there_is_no_c(tmp_path: Path) -> None:
+    module = zoo.build("tiny_cnn")
+    steps = list(run_pipeline(module, build_pipeline(None), TX81, until="opt-ddr"))
+    report = build_report(module, steps, TX81)
+    path = tmp_path / "no_c.html"
+    write_html_report(path, module, steps, TX81, report, top=1)
+    text = path.read_text(encoding="utf-8")
+    assert "No C: the codegen pass did not run" in text
+    assert '<details class="c-code">' not in text

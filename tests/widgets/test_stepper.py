@@ -106,7 +106,8 @@ def test_index_is_clamped_to_a_shown_step() -> None:
     w = PassStepper.from_steps(steps)
     w.set_state({"index": 999})
     assert w.index == w.visible[-1]
-    assert w.selected_pass == steps[-1].name
+    # the last shown step (codegen, last of the pipeline, changes no IR and is hidden)
+    assert w.selected_pass == steps[w.visible[-1]].name
     w.set_state({"index": -5})
     assert w.index == w.visible[0]
 
@@ -183,3 +184,37 @@ def test_decisions_table_of_the_shown_step() -> None:
     table = w.decisions_table()
     assert len(table) == len(w.step.decisions)
     assert (table["pass"] == "layout-align-npu").all()
+
+
+# ------------------------------------------------------------------ the C tab (codegen)
+
+
+def test_c_tab_shows_the_selected_groups_ir_beside_its_c() -> None:
+    trace = trace_of("tiny_cnn")
+    codegen = trace[-1]
+    assert codegen.name == "codegen"
+    texts = codegen.result.artifacts["c"]
+    w = PassStepper.from_steps(trace)
+    assert w.tabs.get_title(3) == "C"
+    assert w.c_group == next(iter(texts))
+    assert [v for _, v in w.c_select.options] == list(texts)
+    last = list(texts)[-1]
+    w.set_state({"c_group": last})
+    assert w.c_select.value == last
+    assert w.group_c() == texts[last]
+    view = w.c_view.value
+    ir, c = view.split('<pre class="c"', 1)
+    assert f"%{last} = &quot;tx8be.Group&quot;" in ir
+    assert f"static uint64_t group_{last}(int32_t tile_id) {{" in c
+    w.c_select.value = next(iter(texts))
+    assert w.c_group == next(iter(texts))
+
+
+def test_c_tab_rejects_a_group_without_c_and_explains_a_trace_without_codegen() -> None:
+    w = PassStepper.from_steps(trace_of("tiny_cnn"))
+    with pytest.raises(Exception, match=r"c_group %12345 has no C"):
+        w.c_group = 12345
+    short = PassStepper.from_module(zoo.tiny_cnn(), TX81, ["layout-init"])
+    assert short.c_group == -1
+    assert "no codegen step" in short.c_view.value
+    assert short.group_c() == ""

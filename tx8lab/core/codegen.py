@@ -373,7 +373,7 @@ def _emit_task(ctx: _Ctx, task: Task, loops: Sequence[tuple[str, int]], depth: i
         index = f"n_{n}++ % {period}" if period else f"n_{n}++"
         assign = f"t_{n}.addr = spm_{n}[{index}];"
         if buf.kind == "psum" and loops:
-            assign = f"if ({psum_init}) {assign}"
+            assign = f"if {psum_init} {assign}"
         ctx.lines.append(pad + assign)
     imm = f"%{op.id}.imm"
     psum = f"%{op.id}.psum"
@@ -678,11 +678,36 @@ def main_c(module: Module, hw: ChipConfig, groups: Sequence[GroupC]) -> str:
     return "\n".join(lines)
 
 
+def group_ir_text(module: Module, group_id: int, elide_bytes: int | None = 1024) -> str:
+    """The printed IR of one top-level group (its lines of ``print_module``).
+
+    Views show it beside the group's C.
+
+    Raises:
+        Tx8labError: no top-level group ``%group_id`` in ``main``.
+    """
+    from tx8lab.core.text import print_module
+
+    lines = print_module(module, elide_bytes=elide_bytes).splitlines()
+    head = re.compile(rf'^(\s*)%{group_id}(:\d+)? = "tx8be\.Group"')
+    for start, line in enumerate(lines):
+        match = head.match(line)
+        if match is None:
+            continue
+        pad = match.group(1)
+        for end in range(start + 1, len(lines)):
+            if lines[end].startswith(pad + "})"):
+                return "\n".join(line[len(pad) :] for line in lines[start : end + 1]) + "\n"
+    groups = ", ".join(f"%{op.id}" for op in module.main.ops if op.kind == "tx8be.Group")
+    raise Tx8labError(f"no top-level group %{group_id} in the module (groups: {groups or 'none'})")
+
+
 __all__ = [
     "CodegenCache",
     "GroupC",
     "c_name",
     "group_c",
+    "group_ir_text",
     "group_schedule",
     "groups_c",
     "main_c",

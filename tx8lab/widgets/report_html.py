@@ -38,6 +38,9 @@ Readings chosen:
   note naming the group and the error, not a missing section.
 - **Timing.** The page ends with how long each part took to build (graph layout, figures),
   so a slow report says where the time went.
+- **C** (issue 10): each costliest group ends with its IR beside the C the ``codegen``
+  step wrote for it (a ``<details>`` block, closed, with the byte count); without a
+  codegen step the page says so once.
 """
 
 from __future__ import annotations
@@ -239,6 +242,28 @@ def factor_space_sections(
     return out
 
 
+def ir_beside_c_html(ir: str, c: str) -> str:
+    """Two ``<pre>`` columns: a group's IR on the left, its C on the right."""
+    pre = 'style="flex: 1; margin: 0 4px; overflow: auto; font-size: 11px"'
+    return (
+        '<div class="tx8-ir-c" style="display: flex">'
+        f'<pre class="ir" {pre}>{html.escape(ir)}</pre>'
+        f'<pre class="c" {pre}>{html.escape(c)}</pre></div>'
+    )
+
+
+def group_c_details(codegen: Step, group_id: int) -> str:
+    """A closed ``<details>`` with the group's IR beside its C (from the codegen step)."""
+    from tx8lab.core.codegen import group_ir_text
+
+    c = codegen.result.artifacts["c"][group_id]
+    ir = group_ir_text(codegen.after, group_id)
+    return (
+        f'<details class="c-code"><summary>%{group_id}: IR and C ({len(c.encode()):,} '
+        f"bytes of C)</summary>{ir_beside_c_html(ir, c)}</details>"
+    )
+
+
 def write_html_report(
     path: str | Path,
     module: Module,
@@ -337,6 +362,7 @@ def write_html_report(
 
     # costliest groups
     t0 = time.perf_counter()
+    codegen = next((s for s in steps if s.name == "codegen"), None)
     if chosen:
         body.append(f"<h2>The {len(chosen)} costliest groups</h2>")
     for gid in chosen:
@@ -359,6 +385,12 @@ def write_html_report(
             )
         )
         body.append(_figure_div(mesh_figure(sched, hw)))
+        if codegen is not None:
+            body.append(group_c_details(codegen, gid))
+    if chosen and codegen is None:
+        body.append(
+            '<p class="note">No C: the codegen pass did not run (check --passes / --until).</p>'
+        )
     timings["groups"] = time.perf_counter() - t0
     if cost is None:
         body.append(
@@ -388,7 +420,9 @@ __all__ = [
     "TOP_GROUPS",
     "costliest_groups",
     "factor_space_sections",
+    "group_c_details",
     "group_table",
+    "ir_beside_c_html",
     "pass_table",
     "with_tooltips",
     "write_html_report",

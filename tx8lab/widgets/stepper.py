@@ -16,6 +16,10 @@ Readings chosen:
 - The graph diff opens with the ``diff`` overlay (added green, changed orange, removed red,
   same grey); its menu switches to alignment, group ... without a new layout.
 - Everything shown is computed only for the selected step, when it is selected.
+- **C tab** (issue 10): when the trace has a ``codegen`` step, a dropdown picks a group
+  (``c_group``) and the tab shows that group's IR (as the codegen step saw it) beside its
+  C (``artifacts["c"]``); whichever pass is selected, the C is the one codegen wrote.
+  Without a codegen step the tab says so.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from tx8lab.widgets.diff import (
     ir_diff_html,
 )
 from tx8lab.widgets.graph_view import GraphView
+from tx8lab.widgets.report_html import ir_beside_c_html
 
 _TABLE_CSS = """<style>
 .tx8-steps table {border-collapse: collapse; font-size: 12px}
@@ -59,6 +64,8 @@ class PassStepper(ipywidgets.VBox):  # type: ignore[misc]
     """Positions the slider offers (set by Python from ``hide_unchanged``)."""
     diff_summary = traitlets.Dict().tag(sync=True)
     """Counts of ops added / removed / changed by the shown pass (set by Python)."""
+    c_group = traitlets.Int(-1).tag(sync=True)
+    """Group whose IR and C the C tab shows (-1: none); set by the dropdown or Python."""
 
     def __init__(
         self, steps: Sequence[Step], *, hide_unchanged: bool = True, **kwargs: Any
@@ -87,8 +94,17 @@ class PassStepper(ipywidgets.VBox):  # type: ignore[misc]
         first = self._steps[0]
         start = diff_overlay(graph_diff(first.before, first.after), first.after)
         self.graph = GraphView(first.after, overlay=start, height="480px")
-        self.tabs = ipywidgets.Tab(children=[self.ir_diff, self.graph, self.decisions])
-        for i, title in enumerate(("IR diff", "graph diff", "decisions")):
+        self._codegen = next((s for s in reversed(self._steps) if s.name == "codegen"), None)
+        c_texts = self._c_texts()
+        self.c_select = ipywidgets.Dropdown(
+            options=[(f"%{gid}", gid) for gid in c_texts] or [("no codegen step", -1)],
+            description="group",
+            style={"description_width": "40px"},
+        )
+        self.c_view = ipywidgets.HTML(layout=ipywidgets.Layout(max_height="520px", overflow="auto"))
+        self.c_tab = ipywidgets.VBox([self.c_select, self.c_view])
+        self.tabs = ipywidgets.Tab(children=[self.ir_diff, self.graph, self.decisions, self.c_tab])
+        for i, title in enumerate(("IR diff", "graph diff", "decisions", "C")):
             self.tabs.set_title(i, title)
         super().__init__(
             children=[ipywidgets.HBox([self.slider, self.toggle]), self.header, self.tabs],
@@ -101,6 +117,10 @@ class PassStepper(ipywidgets.VBox):  # type: ignore[misc]
             self.hide_unchanged = hide_unchanged
         self._refresh_visible()
         self._show()
+        self.c_select.observe(lambda c: setattr(self, "c_group", c["new"]), names="value")
+        self.c_group = next(iter(c_texts), -1)
+        if self.c_group == -1:
+            self._show_c()
 
     # -- construction
     @classmethod
@@ -162,7 +182,44 @@ class PassStepper(ipywidgets.VBox):  # type: ignore[misc]
         names = ", ".join(s.name for s in self._steps)
         raise Tx8labError(f"PassStepper.select: no step named {name!r} (steps: {names})")
 
+    def group_c(self) -> str:
+        """The C text of ``c_group`` ("" without a codegen step or group)."""
+        return self._c_texts().get(self.c_group, "")
+
     # -- internals
+    def _c_texts(self) -> Mapping[int, str]:
+        if self._codegen is None:
+            return {}
+        texts: Mapping[int, str] = self._codegen.result.artifacts.get("c", {})
+        return texts
+
+    @traitlets.validate("c_group")
+    def _valid_c_group(self, proposal: Any) -> int:
+        value = int(proposal["value"])
+        texts = self._c_texts()
+        if value != -1 and value not in texts:
+            known = ", ".join(f"%{g}" for g in texts) or "none (no codegen step)"
+            raise traitlets.TraitError(f"c_group %{value} has no C; groups with C: {known}")
+        return value
+
+    @traitlets.observe("c_group")
+    def _c_group_changed(self, change: Any) -> None:
+        if change["new"] != -1 and self.c_select.value != change["new"]:
+            self.c_select.value = change["new"]
+        self._show_c()
+
+    def _show_c(self) -> None:
+        if self._codegen is None or self.c_group == -1:
+            self.c_view.value = (
+                "<p>No C: this trace has no codegen step (run the default pipeline, whose "
+                "last pass is codegen).</p>"
+            )
+            return
+        from tx8lab.core.codegen import group_ir_text
+
+        ir = group_ir_text(self._codegen.after, self.c_group)
+        self.c_view.value = ir_beside_c_html(ir, self.group_c())
+
     def _refresh_visible(self) -> None:
         shown = [i for i, s in enumerate(self._steps) if s.changed or not self.hide_unchanged]
         self.visible = shown or list(range(len(self._steps)))
