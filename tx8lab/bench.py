@@ -210,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     _layout_table(zoo, args.quick)
     _group_table(zoo)
     _schedule_table(zoo)
+    _search_tables(args.quick)
     _cost_calibration()
     _minimalloc(quick=args.quick)
     return 0
@@ -251,8 +252,8 @@ def _start_zoo_table(zoo: Any, header: str) -> list[tuple[str, Callable[[], Modu
 
 def _schedule_table(zoo: Any) -> None:
     print(
-        "\ngroup-cost (default strategy, sw-pipeline, best allocator): per model; barriers "
-        "after every group here (before opt-barrier)"
+        "\ngroup-cost (the default pipeline: search, sw-pipeline, best allocator): per model; "
+        "barriers after every group here (before opt-barrier)"
     )
     header = (
         f"{'case':26} {'ops':>6} {'groups':>6} {'looping':>7} {'total cycles':>13} "
@@ -268,6 +269,12 @@ def _schedule_table(zoo: Any) -> None:
             f"{row['cost_s'] * 1e3:>8.1f} {row['pipeline_s'] * 1e3:>11.1f}  {row['limiting']}",
             flush=True,
         )
+
+
+def _search_tables(quick: bool) -> None:
+    from tx8lab.core.schedule.search_bench import print_tables
+
+    print_tables(quick=quick)
 
 
 def _cost_calibration() -> None:

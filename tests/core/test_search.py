@@ -198,3 +198,21 @@ def test_cache_reuses_the_winner_by_position() -> None:
     assert direct is not None
     assert direct.strategy == mapped
     assert cache.lookup(b, ("exhaustive",)) is None  # other settings: a miss
+
+
+def test_bench_figures_on_a_small_model(capsys: pytest.CaptureFixture[str]) -> None:
+    from tx8lab.core.schedule.search_bench import agreement, print_tables, search_figures
+
+    row = search_figures(zoo.build("tiny_transformer_block"))
+    assert row["groups"] == 11
+    assert row["searched"] + round(row["hit_rate"] * row["groups"]) == row["groups"]
+    assert 0 < row["evaluated"] <= row["space"]
+    assert row["total_cycles"] <= row["default_cycles"]
+    got = agreement(zoo.build("tiny_cnn"))
+    assert got["groups"] == 5
+    assert got["found"] == 5
+    assert got["evaluated"] < got["space"]
+    print_tables(("tiny_cnn",), quick=True)
+    out = capsys.readouterr().out
+    assert "tiny_cnn" in out
+    assert "llama_decoder(layers=32)" in out
