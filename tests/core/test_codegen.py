@@ -367,3 +367,103 @@ if __name__ == "__main__":
     if sys.argv[1:] != ["--regen"]:
         sys.exit(f"usage: {sys.argv[0]} --regen")
     _regen()
+
+
+# ------------------------------------------------------------------ the C's addresses, executed
+
+_FOR = re.compile(r"for \(int32_t (i\d+) = 0; \1 < (\d+); \+\+\1\) \{")
+_TABLE = re.compile(r"static const uint32_t spm_(\w+)\[\d+\] = \{([^}]*)\};")
+_INIT = re.compile(r"TSR t_(\w+) = \{Fmt_\w+, 0x([0-9a-f]+), ")
+_NEXT = re.compile(r"(?:if \((i\d+) == 0\) )?t_(\w+)\.addr = spm_\2\[n_\2\+\+(?: % (\d+))?\];")
+_ALIAS = re.compile(r"t_(\w+)\.addr = t_(\w+)\.addr;")
+_CALL = re.compile(r"cycles \+= op_\w+\((.*)\);  /\* (\S+) ")
+
+
+def _run_c(text: str) -> list[tuple[str, dict[str, int]]]:
+    """Execute the address logic of one group's C: (task id, TSR name -> address) per call."""
+    tables = {n: [int(v) for v in vals.split(",")] for n, vals in _TABLE.findall(text)}
+    addr = {n: int(a, 16) for n, a in _INIT.findall(text)}
+    body = text[text.index("tile_id) {") :].splitlines()[1:]
+    calls: list[tuple[str, dict[str, int]]] = []
+    counters: dict[str, int] = {}
+
+    def run(lines: list[str], env: dict[str, int]) -> None:
+        k = 0
+        while k < len(lines):
+            line = lines[k].strip()
+            loop = _FOR.match(line)
+            if loop:
+                depth, end = 1, k + 1
+                while depth:
+                    inner = lines[end].strip()
+                    depth += (_FOR.match(inner) is not None) - (inner == "}")
+                    end += 1
+                for i in range(int(loop.group(2))):
+                    run(lines[k + 1 : end - 1], {**env, loop.group(1): i})
+                k = end
+                continue
+            step = _NEXT.match(line)
+            alias = _ALIAS.match(line)
+            call = _CALL.match(line)
+            if step and (step.group(1) is None or env[step.group(1)] == 0):
+                name, period = step.group(2), step.group(3)
+                n = counters.get(name, 0)
+                counters[name] = n + 1
+                addr[name] = tables[name][n % int(period) if period else n]
+            elif alias:
+                addr[alias.group(1)] = addr[alias.group(2)]
+            elif call:
+                used = re.findall(r"&t_(\w+)", call.group(1))
+                calls.append((call.group(2), {u: addr[u] for u in used}))
+            k += 1
+
+    run(body, {})
+    return calls
+
+
+def _expected(group: Op, hw: ChipConfig) -> list[tuple[str, dict[str, int]]]:
+    """Per task instance in program order: buffer C name -> the offset of its lifetime."""
+    from tx8lab.core.codegen import c_name, group_schedule
+    from tx8lab.core.schedule.lifetimes import buffer_life
+    from tx8lab.core.schedule.pipeline import expand
+
+    _, si, timeline = group_schedule(group, hw)
+    offsets = {lid: off for lid, off, _ in group.attrs["spm_offsets"]}
+    lives = buffer_life(timeline, si)
+    generations: dict[str, set[str]] = {}
+    for lt in lives:
+        generations.setdefault(lt.buffer, set()).add(lt.id)
+    runs: dict[str, int] = {}
+    out = []
+    for inst in expand(si, group.attrs["multi_buffer"]):
+        seen: dict[str, int] = {}
+        for u in (*inst.reads, *inst.writes):
+            label = u.root if len(generations[u.root]) == 1 else f"{u.root}@{u.generation}"
+            seen[c_name(u.buffer)] = offsets[label]
+        for b in inst.imm:
+            k = runs.get(b, 0)
+            runs[b] = k + 1
+            seen[c_name(b)] = offsets[b if len(generations[b]) == 1 else f"{b}@{k}"]
+        out.append((inst.task.id, seen))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("name", "spm"), [("tiny_transformer_block", "80Ki"), ("llama_decoder", "")]
+)
+def test_every_call_sees_the_addresses_of_its_lifetimes(name: str, spm: str) -> None:
+    if spm:
+        hw = HW.with_overrides({"tile.spm_bytes": spm})
+        step = _pinned(name, hw, seq=64, hidden=64)[-1]
+    else:
+        hw, step = HW, _zoo_steps(name)[-1]
+    checked = 0
+    for group in _groups(step.after):
+        got = _run_c(step.result.artifacts["c"][group.id])
+        want = _expected(group, hw)
+        assert [t for t, _ in got] == [t for t, _ in want], group.id
+        for (task, addrs), (_, expect) in zip(got, want, strict=True):
+            for buffer, offset in expect.items():
+                assert addrs[buffer] == offset, (group.id, task, buffer)
+                checked += 1
+    assert checked > 100
