@@ -3,7 +3,7 @@
 Golden C files are in ``tests/golden_c/`` and compared exactly. After a deliberate change
 of the emitted C, regenerate them with::
 
-    .venv/bin/python tests/core/test_codegen.py --regen
+    .venv/bin/python -m tests.core.test_codegen --regen
 
 and review the diff.
 """
@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
+from tests.strategies import modules
 from tx8lab.core import zoo
 from tx8lab.core.codegen import CodegenCache, _rotation, group_c, groups_c, main_c
 from tx8lab.core.codegen_c import CCall, c_function, header_text
@@ -99,7 +101,9 @@ def golden_cases() -> dict[str, str]:
 @pytest.mark.parametrize("name", sorted(golden_cases()))
 def test_golden_c(name: str) -> None:
     path = GOLDEN / name
-    assert path.is_file(), f"{path} is missing; run: .venv/bin/python {__file__} --regen"
+    assert path.is_file(), (
+        f"{path} is missing; run: .venv/bin/python -m tests.core.test_codegen --regen"
+    )
     assert golden_cases()[name] == path.read_text(encoding="utf-8")
 
 
@@ -365,7 +369,7 @@ def _regen() -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:] != ["--regen"]:
-        sys.exit(f"usage: {sys.argv[0]} --regen")
+        sys.exit("usage: python -m tests.core.test_codegen --regen")
     _regen()
 
 
@@ -467,3 +471,19 @@ def test_every_call_sees_the_addresses_of_its_lifetimes(name: str, spm: str) -> 
                 assert addrs[buffer] == offset, (group.id, task, buffer)
                 checked += 1
     assert checked > 100
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(modules(max_ops=12, groups=False))
+def test_random_modules_get_c_whose_addresses_match_the_allocation(module: Module) -> None:
+    steps = list(run_pipeline(module, build_pipeline(), HW))
+    final, codegen = steps[-1].after, steps[-1]
+    texts = codegen.result.artifacts["c"]
+    assert list(texts) == [g.id for g in _groups(final)]
+    for group in _groups(final):
+        got = _run_c(texts[group.id])
+        want = _expected(group, HW)
+        assert [t for t, _ in got] == [t for t, _ in want]
+        for (_, addrs), (_, expect) in zip(got, want, strict=True):
+            assert {b: addrs[b] for b in expect} == expect
+    assert Codegen().run(final, HW).artifacts["main_c"] == codegen.result.artifacts["main_c"]

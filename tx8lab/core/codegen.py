@@ -40,6 +40,9 @@ Readings chosen where the seed is vague:
   ``tsm_tile_window`` sets from the tile id and the value's cut per dim; the library
   advances ``shape_start`` over the window, as in the seed's ``while (!input_done)``.
   A ``bypasscodegen`` constant (read in place) has no load: its TSR points at DDR.
+- **Top-level ops** outside groups need no code when they are a ``Tuple`` (names values),
+  a ``Constant`` or a ``LoadConst`` (a constant the function returns: its data is in DDR);
+  any other is an error naming it.
 - **Speed**: groups with one structure (same body kinds, attributes, types and wiring,
   ids and DDR addresses aside) and the same schedule attributes give the same text up
   to ids; :class:`CodegenCache` keeps the first one's text and renames the ids of the
@@ -75,8 +78,9 @@ from tx8lab.hw.config import ChipConfig
 
 _LOADS = frozenset({"tx8be.LoadVar", "tx8be.LoadConst"})
 _STORE = "tx8be.StoreVar"
-#: Top-level ops that need no code: a Tuple names values, a Constant's data sits in DDR.
-_NO_CODE = frozenset({"tx8be.Tuple", "tx8be.Constant"})
+#: Top-level ops that need no code: a Tuple names values; a Constant's or a top-level
+#: LoadConst's data (a constant the function returns) sits in DDR already.
+_NO_CODE = frozenset({"tx8be.Tuple", "tx8be.Constant", "tx8be.LoadConst"})
 _INDENT = "    "
 #: What the cache must see besides the body: the group attributes that shape the text.
 _GROUP_ATTRS = ("multi_buffer", "retract", "cycles", "spm_peak_bytes", "dev_region")
