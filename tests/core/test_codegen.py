@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import re
 import shutil
 import subprocess
@@ -487,3 +488,22 @@ def test_random_modules_get_c_whose_addresses_match_the_allocation(module: Modul
         for (_, addrs), (_, expect) in zip(got, want, strict=True):
             assert {b: addrs[b] for b in expect} == expect
     assert Codegen().run(final, HW).artifacts["main_c"] == codegen.result.artifacts["main_c"]
+
+
+@pytest.mark.parametrize("name", ["resnet50", "llama_decoder", "tiny_transformer_block"])
+def test_program_order_is_the_timeline_order_within_an_iteration(name: str) -> None:
+    # the reading the C relies on: calls in program order, engines overlap iterations
+    from tx8lab.core.codegen import group_schedule
+    from tx8lab.core.schedule.pipeline import expand
+
+    step = _zoo_steps(name)[-1]
+    pairs = 0
+    for group in _groups(step.after):
+        _, si, timeline = group_schedule(group, HW)
+        at = {(s.task, s.iteration): s.step for s in timeline.slots}
+        order = [(i.task.id, i.iteration) for i in expand(si, group.attrs["multi_buffer"])]
+        for a, b in itertools.pairwise(order):
+            if a[1] == b[1]:
+                assert at[a] < at[b], (group.id, a, b)
+                pairs += 1
+    assert pairs > 10
