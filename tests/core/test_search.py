@@ -216,3 +216,31 @@ def test_bench_figures_on_a_small_model(capsys: pytest.CaptureFixture[str]) -> N
     out = capsys.readouterr().out
     assert "tiny_cnn" in out
     assert "llama_decoder(layers=32)" in out
+
+
+def test_a_small_spm_splits_the_reduction_dims_of_the_groups_matmuls() -> None:
+    """DS_TileSplit's reduceSplit per op: the FFN MatMul's K is split when nothing else fits."""
+    small = TX81.with_overrides({"tile.spm_bytes": "128Ki"})  # 64 KiB usable
+    steps = list(
+        run_pipeline(
+            zoo.build("tiny_transformer_block", seq=64, hidden=256, ffn=512),
+            build_pipeline(BEFORE),
+            small,
+        )
+    )
+    groups = _groups(steps[-1].after)
+    ffn = next(g for g in groups if {"MatMul", "Gelu"} <= {o.name for o in g.regions[0].ops})
+    got = search_group(ffn, small, mode="exhaustive")
+    assert got.best is not None
+    assert got.best.cycles is not None
+    default = got.candidates[0]
+    assert default.cycles is not None
+    assert got.best.cycles < default.cycles
+    fixed = [c for c in got.candidates if c.status == "OK" and c.reason.startswith("reduce split")]
+    assert fixed, "overflowing candidates were made to fit by reduce splits"
+    for c in fixed:
+        assert c.strategy is not None
+        assert c.spm_peak_bytes is not None
+        assert c.spm_peak_bytes <= small.tile.spm_usable_bytes
+        matmul = next(o for o in ffn.regions[0].ops if o.name == "MatMul")
+        assert c.strategy.ops[matmul.id].split[-1] > 1  # K, the last iteration dim

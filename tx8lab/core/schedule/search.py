@@ -33,6 +33,17 @@ Readings chosen where the seed is vague:
   ``spm-overflow``: the allocator cannot place the buffers in ``tile.spm_usable_bytes``;
   ``OK`` otherwise. Candidates with the same propagated strategy as one already seen are
   ``duplicate`` (not re-evaluated; a split try that the propagation clears gives one).
+- **Reduction splits** (seed DS_TileSplit's ``reduceSplit``, which it applies per op):
+  the split tries walk the first output op's dims, and propagation gives its producers
+  the same cuts, so a Gemm/MatMul/Conv inside the group never gets its K (IC) split from
+  them. A candidate whose strategy overflows SPM is therefore retried with every
+  reduction dim of every op split once more (getNextSplit, down to ``sliceShapeMin``),
+  up to ``REDUCE_RETRIES`` times; the first that fits is the candidate (``OK``, its
+  reason says which splits), else it stays ``spm-overflow``. A retry whose live bytes
+  are above twice the SPM is split again without running the pipeline; in ``search``
+  mode one whose busiest engine reaches the best cycles so far ends the retries (more
+  splits only add tasks). Without this, a small SPM
+  leaves only the default strategy (which halves any dim) fitting.
 - **Allocator during the search.** ``seed`` (first fit, fast) for every candidate; when the
   live bytes exceed the SPM and first fit overflows, ``best`` (branch and bound, limited by
   ``alloc_time_limit_s``) decides; only when both fail is the status ``spm-overflow``. The
@@ -86,6 +97,8 @@ from tx8lab.core.schedule.pipeline import sw_pipeline
 from tx8lab.core.schedule.sharding import (
     ChipCut,
     ShardingLevel,
+    min_slices,
+    next_split,
     op_sharding_levels,
     output_ops,
     param_for,
@@ -110,6 +123,9 @@ Status = Literal["OK", "spm-overflow", "invalid", "duplicate"]
 
 #: The split walk of ``search`` ends after this many deeper steps without a better OK one.
 SPLIT_PATIENCE = 2
+
+#: Reduction-split doublings tried on a candidate that overflows SPM (seed reduceSplit).
+REDUCE_RETRIES = 6
 
 #: ``exhaustive`` refuses spaces larger than this by default.
 DEFAULT_MAX_SPACE = 2000
@@ -302,6 +318,69 @@ def run_stages(
     return Scheduled(strategy, si, timeline, allocation, estimate_group(timeline))
 
 
+def _split_reductions(group: Op, strategy: Strategy) -> Strategy | None:
+    """``strategy`` with every reduction dim of every op split once more (getNextSplit).
+
+    None when no reduction dim can be split further (each is at its ``sliceShapeMin``).
+    """
+    body = {op.id: op for op in group.regions[0].ops}
+    ops: dict[int, OpStrategy] = {}
+    changed = False
+    for k, st in strategy.ops.items():
+        op = body[k]
+        dims = get_op_def(op.kind).iter_dims(op)
+        lows = min_slices(op)
+        split = list(st.split)
+        for i, (d, cut) in enumerate(zip(dims, st.per_tile(), strict=True)):
+            if d.reduce and d.splittable:
+                nxt = next_split(d.size, cut, split[i], lows[i])
+                if nxt is not None:
+                    split[i], changed = nxt, True
+        ops[k] = OpStrategy(st.shard, tuple(split), st.chips)
+    return Strategy(ops, strategy.multi_buffer) if changed else None
+
+
+def _reduce_split_retry(
+    group: Op,
+    strategy: Strategy,
+    hw: ChipConfig,
+    stages: Mapping[str, Any],
+    limit: int | None,
+    multi_buffer: int,
+) -> tuple[Scheduled, Strategy, str] | None:
+    """An overflowing candidate with its reduction dims split until it fits (or None).
+
+    With ``limit`` (the search's best cycles so far) a split whose busiest engine already
+    reaches it ends the retries: more splits only add tasks.
+    """
+    current = strategy
+    for step in range(1, REDUCE_RETRIES + 1):
+        nxt = _split_reductions(group, current)
+        if nxt is None:
+            return None
+        current = nxt
+        try:
+            si = schedule_input(group, current, hw, multi_buffer=multi_buffer)
+            if limit is not None and _busy_bound(si) >= limit:
+                return None
+            if live_bytes(si, multi_buffer) > 2 * hw.tile.spm_usable_bytes:
+                continue  # far from fitting: split again before running the pipeline
+            done = run_stages(group, current, hw, si=si, **stages)
+        except Tx8labError as exc:
+            if "does not fit" in str(exc):
+                continue
+            return None
+        splits = sorted(
+            {
+                f"%{k} {list(v.split)}"
+                for k, v in current.ops.items()
+                if v.split != strategy.ops[k].split
+            }
+        )
+        return done, current, f"reduce split x{2**step} to fit: {', '.join(splits)}"
+    return None
+
+
 def _busy_bound(si: ScheduleInput) -> int:
     return max(engine_busy_cycles(si).values(), default=0)
 
@@ -394,6 +473,24 @@ def iter_search(
                 text = str(exc)
                 status: Status = "spm-overflow" if "does not fit" in text else "invalid"
                 cand = Candidate(index, level, sharding, depth, split, status, text, None, None)
+                if status == "spm-overflow":
+                    limit = best[0].cycles if mode == "search" and best else None
+                    fixed = _reduce_split_retry(group, strategy, hw, stages, limit, multi_buffer)
+                    if fixed is not None:
+                        done, strategy, note = fixed
+                        seen.add(_key(strategy))
+                        cand = Candidate(
+                            index,
+                            level,
+                            sharding,
+                            depth,
+                            split,
+                            "OK",
+                            note,
+                            done.estimate.cycles,
+                            int(done.allocation.peak),
+                            strategy,
+                        )
             else:
                 cand = Candidate(
                     index,
@@ -676,6 +773,7 @@ def pareto_front(points: Mapping[int, tuple[int, int]]) -> list[int]:
 __all__ = [
     "DEFAULT_MAX_SPACE",
     "MODES",
+    "REDUCE_RETRIES",
     "SPLIT_PATIENCE",
     "Candidate",
     "Scheduled",
