@@ -319,7 +319,12 @@ class GroupCost(Pass):
         }
 
     def _compute(self, group: Op, hw: ChipConfig, cut: ChipCut | None) -> _Computed:
-        """The strategy (unsplit, default or searched) and every stage for one group."""
+        """The strategy (unsplit, default or searched) and every stage for one group.
+
+        The default strategy allocates with the ``alloc`` knob as is (``seed`` may fail
+        where ``best`` fits: the error shows it); the searched and unsplit ones go through
+        ``run_stages``, whose ``seed`` falls back to ``best`` (search module docstring).
+        """
         from tx8lab.core.schedule.estimate import estimate_group
         from tx8lab.core.schedule.lifetimes import spm_lifetimes
         from tx8lab.core.schedule.pipeline import sw_pipeline
@@ -327,29 +332,9 @@ class GroupCost(Pass):
         from tx8lab.core.schedule.slicing import default_schedule, unsplit_strategy
         from tx8lab.core.schedule.spm_alloc import allocate
 
-        ddr_only = group.attrs.get("group_tag") == TAG_DDR
         found: SearchResult | None = None
         evaluated, size = 1, 1
-        if ddr_only:
-            # the seed's bail-out: a group_tag 2 group is neither split nor searched
-            strategy = unsplit_strategy(group, multi_buffer=self.multi_buffer)
-            done = run_stages(
-                group,
-                strategy,
-                hw,
-                retract=self.retract,
-                multi_buffer=self.multi_buffer,
-                alloc=self.alloc,
-                alloc_time_limit_s=self.alloc_time_limit_s,
-            )
-            inp, timeline, allocation, estimate = (
-                done.input,
-                done.timeline,
-                done.allocation,
-                done.estimate,
-            )
-            lifetimes = list(allocation.lifetimes)
-        elif self.search == "default":
+        if self.search == "default" and group.attrs.get("group_tag") != TAG_DDR:
             strategy, inp = default_schedule(
                 group, hw, multi_buffer=self.multi_buffer, chips=cut.chips if cut else None
             )
@@ -361,7 +346,12 @@ class GroupCost(Pass):
                 strategy=self.alloc,
                 time_limit_s=self.alloc_time_limit_s,
             )
-            estimate = estimate_group(timeline)
+            return _Computed(
+                strategy, inp, timeline, allocation, estimate_group(timeline), len(lifetimes)
+            )
+        if group.attrs.get("group_tag") == TAG_DDR:
+            # the seed's bail-out: a group_tag 2 group is neither split nor searched
+            strategy = unsplit_strategy(group, multi_buffer=self.multi_buffer)
         else:
             found = search_group(
                 group,
@@ -376,24 +366,25 @@ class GroupCost(Pass):
             assert found.best.strategy is not None
             strategy = found.best.strategy
             evaluated, size = found.evaluated, found.space_size
-            done = run_stages(
-                group,
-                strategy,
-                hw,
-                retract=self.retract,
-                multi_buffer=self.multi_buffer,
-                alloc=self.alloc,
-                alloc_time_limit_s=self.alloc_time_limit_s,
-            )
-            inp, timeline, allocation, estimate = (
-                done.input,
-                done.timeline,
-                done.allocation,
-                done.estimate,
-            )
-            lifetimes = list(allocation.lifetimes)
+        done = run_stages(
+            group,
+            strategy,
+            hw,
+            retract=self.retract,
+            multi_buffer=self.multi_buffer,
+            alloc=self.alloc,
+            alloc_time_limit_s=self.alloc_time_limit_s,
+        )
         return _Computed(
-            strategy, inp, timeline, allocation, estimate, len(lifetimes), found, evaluated, size
+            strategy,
+            done.input,
+            done.timeline,
+            done.allocation,
+            done.estimate,
+            len(done.allocation.lifetimes),
+            found,
+            evaluated,
+            size,
         )
 
     def _reuse(
@@ -508,9 +499,9 @@ class _Computed:
     allocation: Allocation
     estimate: GroupEstimate
     buffers: int
-    found: SearchResult | None
-    evaluated: int
-    size: int
+    found: SearchResult | None = None
+    evaluated: int = 1
+    size: int = 1
 
 
 @dataclass(frozen=True)
