@@ -75,6 +75,7 @@ from tx8lab.core.schedule.sharding import (
     split_tries,
     split_try_rows,
 )
+from tx8lab.core.schedule.slicing import group_tile_budget
 from tx8lab.core.schedule.tasks import OpStrategy
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
@@ -105,14 +106,6 @@ def _check_group(group: Any, what: str) -> Op:
     return group
 
 
-def _group_tiles(group: Op, hw: ChipConfig) -> int:
-    """The group's tile budget: its ``dev_region`` when set, else the chip's tiles."""
-    region = group.attrs.get("dev_region")
-    if isinstance(region, tuple) and len(region) == 4 and region[2] * region[3] > 0:
-        return int(region[2] * region[3])
-    return hw.tiles_per_chip
-
-
 def _first_output(group: Op) -> Op:
     outs = output_ops(group)
     if not outs:
@@ -128,7 +121,7 @@ def levels_frame(group: Op, hw: ChipConfig) -> pd.DataFrame:
     """
     group = _check_group(group, "levels_frame")
     op = _first_output(group)
-    rows = level_rows(op_sharding_levels(op, _group_tiles(group, hw)))
+    rows = level_rows(op_sharding_levels(op, group_tile_budget(group, hw)))
     df = pd.DataFrame(rows, columns=["level", "tiles", "factor", "sharding", "effective"])
     df.insert(0, "op", f"%{op.id} ({op.name})")
     return df

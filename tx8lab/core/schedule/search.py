@@ -109,6 +109,7 @@ from tx8lab.core.schedule.sharding import (
 from tx8lab.core.schedule.slicing import (
     default_strategy,
     engine_busy_cycles,
+    group_tile_budget,
     live_bytes,
     schedule_input,
 )
@@ -243,14 +244,6 @@ def _outs(group: Op, tiles: int) -> list[_Out]:
     return outs
 
 
-def _tiles(group: Op, hw: ChipConfig) -> int:
-    """The group's tile budget (its ``dev_region``, else the chip's tiles), as slicing."""
-    region = group.attrs.get("dev_region")
-    if isinstance(region, tuple) and len(region) == 4 and region[2] * region[3] > 0:
-        return int(region[2] * region[3])
-    return hw.tiles_per_chip
-
-
 def _iter_shard(out: _Out, vec: tuple[int, ...]) -> tuple[int, ...]:
     shard = [1] * out.n_dims
     for e, d in enumerate(out.rmap):
@@ -275,7 +268,7 @@ def _depths(out: _Out, vec: tuple[int, ...]) -> int:
 
 def space_size(group: Op, hw: ChipConfig) -> int:
     """Candidates of ``group``: the default plus (vector, depth) pairs of its first output."""
-    outs = _outs(group, _tiles(group, hw))
+    outs = _outs(group, group_tile_budget(group, hw))
     if not outs:
         return 1
     first = outs[0]
@@ -418,7 +411,7 @@ def iter_search(
     if group.kind != "tx8be.Group" or not group.regions:
         raise Tx8labError(f"search needs a tx8be.Group op with a body, got {group.label}")
     start = time.perf_counter()
-    outs = _outs(group, _tiles(group, hw)) if mode != "default" else []
+    outs = _outs(group, group_tile_budget(group, hw)) if mode != "default" else []
     size = space_size(group, hw) if mode != "default" else 1
     if mode == "exhaustive" and size > max_space:
         raise Tx8labError(
@@ -467,31 +460,24 @@ def iter_search(
             )
         else:
             seen.add(_key(strategy))
+            note = ""
+            done: Scheduled | None
             try:
                 done = run_stages(group, strategy, hw, si=si, **stages)  # type: ignore[arg-type]
             except Tx8labError as exc:
                 text = str(exc)
                 status: Status = "spm-overflow" if "does not fit" in text else "invalid"
-                cand = Candidate(index, level, sharding, depth, split, status, text, None, None)
+                fixed = None
                 if status == "spm-overflow":
                     limit = best[0].cycles if mode == "search" and best else None
                     fixed = _reduce_split_retry(group, strategy, hw, stages, limit, multi_buffer)
-                    if fixed is not None:
-                        done, strategy, note = fixed
-                        seen.add(_key(strategy))
-                        cand = Candidate(
-                            index,
-                            level,
-                            sharding,
-                            depth,
-                            split,
-                            "OK",
-                            note,
-                            done.estimate.cycles,
-                            int(done.allocation.peak),
-                            strategy,
-                        )
-            else:
+                if fixed is None:
+                    done = None
+                    cand = Candidate(index, level, sharding, depth, split, status, text)
+                else:
+                    done, strategy, note = fixed
+                    seen.add(_key(strategy))
+            if done is not None:
                 cand = Candidate(
                     index,
                     level,
@@ -499,7 +485,7 @@ def iter_search(
                     depth,
                     split,
                     "OK",
-                    "",
+                    note,
                     done.estimate.cycles,
                     int(done.allocation.peak),
                     strategy,

@@ -242,10 +242,15 @@ class _Body:
         return self.loop_of[self.group_dim[(op_id, dim)]]
 
     def tile_budget(self, hw: ChipConfig) -> int:
-        region = self.group.attrs.get("dev_region")
-        if isinstance(region, tuple) and len(region) == 4 and region[2] * region[3] > 0:
-            return int(region[2] * region[3])
-        return hw.tiles_per_chip
+        return group_tile_budget(self.group, hw)
+
+
+def group_tile_budget(group_op: Op, hw: ChipConfig) -> int:
+    """The tiles a group runs on: its ``dev_region`` (group-mapping) when set, else the chip's."""
+    region = group_op.attrs.get("dev_region")
+    if isinstance(region, tuple) and len(region) == 4 and region[2] * region[3] > 0:
+        return int(region[2] * region[3])
+    return hw.tiles_per_chip
 
 
 def _innermost(loops: Iterable[Loop]) -> Loop | None:
