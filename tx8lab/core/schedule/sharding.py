@@ -673,7 +673,9 @@ def chip_cut(group_op: Op, dp: int = 1, tp: int = 1) -> ChipCut:
             dims = defn.iter_dims(op)
             rmap = defn.result_dims(op)[0] if op.results else ()
             d = rmap[0] if rmap else None
-            if d is None or dims[d].reduce:
+            if d is None or dims[d].reduce or not (d == 0 or dims[d].shardable):
+                # (the op library's check_strategy takes chips on iteration dim 0 always,
+                # on other dims only where tiles may cut)
                 notes.append(f"%{op.id} ({op.name}) has no batch dim to cut: replicated")
                 continue
             chips[op.id][d] *= dp
