@@ -10,6 +10,9 @@ widgets and notebooks imports this package (DESIGN.md §1).
 - :class:`KnobPanel` (``knob_panel.py``): controls generated from the pass knobs and the
   hardware preset; a change re-runs only the passes after it (``Explorer`` cache) and
   updates the linked views, with the measured times.
+- :class:`GroupTuner` (``group_tuner.py``): one group's group-cost knobs, hardware and a
+  strategy picker over its search candidates; a change re-estimates only that group and
+  redraws its timeline, SPM Gantt and factor space in place, with the measured times.
 - :class:`SpmGantt` (``spm_gantt.py``): a group's SPM buffers in time x offset, two
   allocators side by side; :class:`TimelineView` / :class:`ScheduleView`
   (``timeline.py``): the sw-pipeline timeline per engine, one time cursor shared with the
@@ -30,6 +33,7 @@ from tx8lab.widgets.diff import GraphDiff, decisions_frame, graph_diff, ir_diff_
 from tx8lab.widgets.factor_space import FactorSpaceView, factor_space_figure, levels_frame
 from tx8lab.widgets.graph_dot import module_to_dot
 from tx8lab.widgets.graph_view import GraphView
+from tx8lab.widgets.group_tuner import GroupTuner
 from tx8lab.widgets.knob_panel import HW_FIELDS, KnobPanel
 from tx8lab.widgets.mesh import mesh_figure, mesh_frame
 from tx8lab.widgets.overlays import (
@@ -57,6 +61,7 @@ __all__ = [
     "FactorSpaceView",
     "GraphDiff",
     "GraphView",
+    "GroupTuner",
     "KnobPanel",
     "Overlay",
     "PassStepper",

@@ -17,6 +17,14 @@ For the lead's ``tx8lab.bench`` (``from tx8lab.widgets.bench import figures``) a
 Each layout is run on every engine present (``dot``, ``wasm``). Re-colour figures: the
 Python side of an overlay switch on the widget (overlay computed + colour map), and
 :func:`~tx8lab.widgets.render.restyle_svg` on the whole SVG (what a static report does).
+
+One-group update figures (``tuner_figures()``, issue 7 item 7's "<= 100 ms for a one-group
+re-estimate"): a :class:`~tx8lab.widgets.group_tuner.GroupTuner` on the costliest group of
+resnet50 and of llama_decoder (layers=1) after the default pipeline, a few knob changes
+(:data:`TUNER_CHANGES`, each a new state: no tuner cache hit) on the default-strategy path
+(``search=default``), the search path (``search=search``) and a forced candidate; median
+and max of ``total_ms`` (re-estimate + redraw of the timeline, SPM Gantt and factor space)
+with the compute and view parts.
 """
 
 from __future__ import annotations
@@ -166,13 +174,111 @@ def _recolor_rows(label: str, module: Module, svg: str) -> list[dict[str, Any]]:
     return out
 
 
+#: Models of the one-group update figures: zoo name and parameters.
+TUNER_MODELS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("resnet50", {}),
+    ("llama_decoder", {"layers": 1}),
+)
+
+#: Knob changes timed on each path, in order (each one a state not seen before).
+TUNER_CHANGES: tuple[tuple[str, Any], ...] = (
+    ("group-cost.multi_buffer", 1),
+    ("group-cost.retract", False),
+    ("group-cost.multi_buffer", 3),
+    ("hw.ddr_bytes_per_s", "400GB/s"),
+    ("hw.tile.spm_bytes", "1536KiB"),
+)
+
+
+def tuner_figures(
+    models: tuple[tuple[str, dict[str, Any]], ...] = TUNER_MODELS,
+) -> list[dict[str, Any]]:
+    """One row per (model, path): median/max total, compute and view ms of TUNER_CHANGES.
+
+    Paths: ``default`` (the default strategy, ``run_stages``), ``search`` (``search_group``
+    then the best through ``run_stages``) and ``forced`` (an OK candidate of the stored
+    search other than the chosen one, when there is one, forced; then the changes). A
+    change the group cannot take (e.g. it no longer fits) is counted in ``errors`` and
+    left out of the times.
+    """
+    import statistics
+
+    from tx8lab.core import zoo
+    from tx8lab.core.passes import build_pipeline
+    from tx8lab.core.pipeline import run_pipeline
+    from tx8lab.errors import Tx8labError
+    from tx8lab.hw import TX81
+    from tx8lab.widgets.group_tuner import GroupTuner
+
+    rows: list[dict[str, Any]] = []
+    for name, params in models:
+        steps = list(run_pipeline(zoo.build(name, **params), build_pipeline(), TX81))
+        for path in ("default", "search", "forced"):
+            tuner = GroupTuner.from_step(steps)
+            if path == "forced":
+                # a candidate other than the chosen one when there is one (else the chosen)
+                cands = tuner.candidates()
+                best = tuner.search_result.best if tuner.search_result is not None else None
+                others = [c for c in cands if best is None or c.index != best.index]
+                if not cands:
+                    continue
+                tuner.set("strategy", (others or cands)[0].index)
+            else:
+                tuner.set("group-cost.search", path)
+            records, errors = [], 0
+            for key, value in TUNER_CHANGES:
+                try:
+                    records.append(tuner.set(key, value))
+                except Tx8labError:
+                    errors += 1
+            row: dict[str, Any] = {
+                "model": name + "".join(f" {k}={v}" for k, v in params.items()),
+                "group": tuner.group.id,
+                "slots": len(tuner.scheduled.timeline.slots),
+                "path": path,
+                "changes": len(records),
+                "errors": errors,
+                "cached": sum(bool(r["cached"]) for r in records),
+            }
+            for part in ("total", "compute", "views"):
+                times = [float(r[f"{part}_ms"]) for r in records] or [float("nan")]
+                row[f"{part}_median_ms"] = statistics.median(times)
+                row[f"{part}_max_ms"] = max(times)
+            rows.append(row)
+    return rows
+
+
+def print_tuner_figures(rows: list[dict[str, Any]]) -> None:
+    """The one-group update figures as a table (target: total <= 100 ms)."""
+    print()
+    print("one-group update (GroupTuner, costliest group; target total <= 100 ms)")
+    print(
+        f"{'model':26} {'group':>6} {'slots':>6} {'path':>8} {'n':>3} {'err':>3} "
+        f"{'total med':>10} {'total max':>10} {'compute med':>12} {'views med':>10}"
+    )
+    for r in rows:
+        print(
+            f"{r['model']:26} {'%' + str(r['group']):>6} {r['slots']:>6} {r['path']:>8} "
+            f"{r['changes']:>3} {r['errors']:>3} {r['total_median_ms']:>10.1f} "
+            f"{r['total_max_ms']:>10.1f} {r['compute_median_ms']:>12.1f} "
+            f"{r['views_median_ms']:>10.1f}",
+            flush=True,
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the figures as a table."""
     parser = argparse.ArgumentParser(prog="tx8lab.widgets.bench", description=__doc__)
     parser.add_argument(
         "--adversarial", action="store_true", help="add the random 5k-op DAG (slow)"
     )
+    parser.add_argument(
+        "--tuner-only", action="store_true", help="only the one-group update figures"
+    )
     args = parser.parse_args(argv)
+    if args.tuner_only:
+        print_tuner_figures(tuner_figures())
+        return 0
     print(
         f"{'case':36} {'ops':>6} {'nodes':>6} {'engine':>6} {'DOT ms':>8} {'layout s':>9} "
         f"{'SVG KB':>8}"
@@ -189,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{row['svg_bytes'] / 1024:>8.0f}",
                 flush=True,
             )
+    print_tuner_figures(tuner_figures())
     return 0
 
 

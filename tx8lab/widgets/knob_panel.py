@@ -407,14 +407,14 @@ class KnobPanel(ipywidgets.VBox):  # type: ignore[misc]
             for spec in p.knobs():
                 key = f"{p.name}.{spec.name}"
                 self._knobs[key] = spec
-                rows.append(self._make_control(key, _knob_control(spec, getattr(p, spec.name))))
+                rows.append(self._make_control(key, knob_control(spec, getattr(p, spec.name))))
             titles.append(p.name)
             sections.append(ipywidgets.VBox(rows))
         if self._hw_fields:
             rows = []
             for path, hw_field in self._hw_fields.items():
                 current = hw_value(explorer.hw, path)
-                control = _hw_control(hw_field, hw_options(self._base_hw, hw_field, current))
+                control = hw_control(hw_field, hw_options(self._base_hw, hw_field, current))
                 control.value = current
                 rows.append(self._make_control(HW_PREFIX + path, control))
             titles.append(f"hardware ({explorer.hw.name})")
@@ -637,7 +637,8 @@ class KnobPanel(ipywidgets.VBox):  # type: ignore[misc]
 # --------------------------------------------------------------------------- controls
 
 
-def _knob_control(spec: Knob, value: Any) -> ipywidgets.Widget:
+def knob_control(spec: Knob, value: Any) -> ipywidgets.Widget:
+    """The control for one pass knob (see the module docstring), showing ``value``."""
     common: dict[str, Any] = {
         "description": spec.name,
         "tooltip": spec.help,
@@ -667,7 +668,8 @@ def _knob_control(spec: Knob, value: Any) -> ipywidgets.Widget:
     return ipywidgets.Text(value=str(value), continuous_update=False, **common)
 
 
-def _hw_control(field: HwField, options: list[tuple[str, Any]]) -> ipywidgets.Widget:
+def hw_control(field: HwField, options: list[tuple[str, Any]]) -> ipywidgets.Widget:
+    """The control for one hardware field: a slider over ``options`` (a menu for tuples)."""
     common: dict[str, Any] = {
         "description": field.path,
         "tooltip": field.help,
@@ -720,4 +722,13 @@ def _show(value: Any) -> str:
     return str(value)
 
 
-__all__ = ["HW_FIELDS", "HwField", "KnobPanel", "format_hw_value", "hw_fields", "hw_options"]
+__all__ = [
+    "HW_FIELDS",
+    "HwField",
+    "KnobPanel",
+    "format_hw_value",
+    "hw_control",
+    "hw_fields",
+    "hw_options",
+    "knob_control",
+]
