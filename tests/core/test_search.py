@@ -244,3 +244,15 @@ def test_a_small_spm_splits_the_reduction_dims_of_the_groups_matmuls() -> None:
         assert c.spm_peak_bytes <= small.tile.spm_usable_bytes
         matmul = next(o for o in ffn.regions[0].ops if o.name == "MatMul")
         assert c.strategy.ops[matmul.id].split[-1] > 1  # K, the last iteration dim
+
+
+def test_search_gives_up_with_a_clear_error_when_nothing_fits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tx8lab.core.schedule import search
+
+    tiny = TX81.with_overrides({"tile.spm_bytes": str(64 * 1024 + 64)})  # 64 B usable
+    group = _groups(_grouped("tiny_cnn"))[1]
+    monkeypatch.setattr(search, "NO_FIT_FACTOR", 0)
+    with pytest.raises(Tx8labError, match=r"no candidate fits in 64 B of usable SPM .*spm_bytes"):
+        search_group(group, tiny, budget_s=0.5)

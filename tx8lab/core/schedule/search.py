@@ -69,6 +69,9 @@ Readings chosen where the seed is vague:
   before it, ends the search (later levels use fewer tiles).
 - **Time budget**: checked between candidates; the search stops when it is spent *and*
   an ``OK`` candidate exists (a group is never left without a schedule by the budget).
+  With no ``OK`` candidate after ``NO_FIT_FACTOR`` times the budget (at least 1 s) it
+  stops with an error that names the group and the SPM (a tiny SPM made a search run for
+  minutes before).
 - **Chips** (``chips``: group-cost's ``dp``/``tp``, a
   :class:`~tx8lab.core.schedule.sharding.ChipCut`): every candidate, the default included,
   carries the group's chip cut (``OpStrategy.chips``); the tiles share one chip's piece.
@@ -127,6 +130,11 @@ SPLIT_PATIENCE = 2
 
 #: Reduction-split doublings tried on a candidate that overflows SPM (seed reduceSplit).
 REDUCE_RETRIES = 6
+
+#: ``search`` gives up (an error) when nothing fits after this many times its budget
+#: (at least 1 s): with a tiny SPM every candidate overflows and each retry costs an
+#: allocator run, which could otherwise take minutes.
+NO_FIT_FACTOR = 10
 
 #: ``exhaustive`` refuses spaces larger than this by default.
 DEFAULT_MAX_SPACE = 2000
@@ -572,6 +580,15 @@ def iter_search(
                     out_of_time = True
                     pruned += n_depths - depth
                     break
+                elapsed = time.perf_counter() - start
+                if mode == "search" and not best and elapsed > NO_FIT_FACTOR * max(budget_s, 1):
+                    raise Tx8labError(
+                        f"group %{group.id}: no candidate fits in "
+                        f"{hw.tile.spm_usable_bytes:,} B of usable SPM after {elapsed:.1f} s "
+                        f"({len(rows)} of {size} candidates tried, the default strategy "
+                        f"included: {rows[0].reason[:200]}); give the tile more SPM "
+                        "(hw tile.spm_bytes), or raise search_budget_s to search longer"
+                    )
                 strategy, err, split = build(lj, vi, depth)
                 si: ScheduleInput | None = None
                 fresh = strategy is not None and _key(strategy) not in seen
@@ -759,6 +776,7 @@ def pareto_front(points: Mapping[int, tuple[int, int]]) -> list[int]:
 __all__ = [
     "DEFAULT_MAX_SPACE",
     "MODES",
+    "NO_FIT_FACTOR",
     "REDUCE_RETRIES",
     "SPLIT_PATIENCE",
     "Candidate",
