@@ -96,7 +96,8 @@ _BEST_COLOR = "#f1c40f"
 _DEFAULT_COLOR = "#333333"
 
 
-def _check_group(group: Any, what: str) -> Op:
+def check_group(group: Any, what: str) -> Op:
+    """``group`` if it is a ``tx8be.Group`` with a body, else an error naming ``what``."""
     if not isinstance(group, Op) or group.kind != "tx8be.Group" or not group.regions:
         label = group.label if isinstance(group, Op) else type(group).__name__
         raise Tx8labError(
@@ -119,7 +120,7 @@ def levels_frame(group: Op, hw: ChipConfig) -> pd.DataFrame:
     Columns: op, level (index), tiles (the level's label), factor, sharding (over the
     result dims), effective (tiles that get useful work).
     """
-    group = _check_group(group, "levels_frame")
+    group = check_group(group, "levels_frame")
     op = _first_output(group)
     rows = level_rows(op_sharding_levels(op, group_tile_budget(group, hw)))
     df = pd.DataFrame(rows, columns=["level", "tiles", "factor", "sharding", "effective"])
@@ -151,7 +152,7 @@ def split_frame(group: Op, result: SearchResult, index: int) -> pd.DataFrame:
 
     The default strategy's tries are those of its own shard of that op, none applied.
     """
-    group = _check_group(group, "split_frame")
+    group = check_group(group, "split_frame")
     cand = _candidate(result, index)
     op = _first_output(group)
     if cand.strategy is not None and op.id in cand.strategy.ops:
@@ -173,7 +174,7 @@ def propagation_frame(group: Op, result: SearchResult, index: int) -> pd.DataFra
 
     Empty for a candidate without a strategy (rejected ones).
     """
-    group = _check_group(group, "propagation_frame")
+    group = check_group(group, "propagation_frame")
     cand = _candidate(result, index)
     columns = [
         "op",
@@ -446,7 +447,7 @@ class FactorSpaceView(ipywidgets.VBox):  # type: ignore[misc]
         selected: int | None = None,
         **kwargs: Any,
     ) -> None:
-        self.group = _check_group(group, "FactorSpaceView")
+        self.group = check_group(group, "FactorSpaceView")
         """The group viewed (Python only)."""
         if not isinstance(result, SearchResult) or result.group_id != group.id:
             got = getattr(result, "group_id", type(result).__name__)
@@ -500,7 +501,7 @@ class FactorSpaceView(ipywidgets.VBox):  # type: ignore[misc]
         **kwargs: Any,
     ) -> FactorSpaceView:
         """Search ``group`` on ``hw`` (:func:`search_group`) and view the result."""
-        group = _check_group(group, "FactorSpaceView.from_group")
+        group = check_group(group, "FactorSpaceView.from_group")
         if mode not in MODES:
             raise Tx8labError(f"FactorSpaceView.from_group: unknown mode {mode!r}; use {MODES}")
         result = search_group(

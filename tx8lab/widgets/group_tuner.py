@@ -79,7 +79,7 @@ from tx8lab.core.schedule.slicing import default_schedule
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import TX81
 from tx8lab.hw.config import ChipConfig
-from tx8lab.widgets.factor_space import factor_space_figure, set_selected
+from tx8lab.widgets.factor_space import check_group, factor_space_figure, set_selected
 from tx8lab.widgets.knob_panel import (
     HW_PREFIX,
     HwField,
@@ -133,13 +133,7 @@ class _Outcome:
 
 
 def _check_group(group: Any) -> Op:
-    if not isinstance(group, Op) or group.kind != "tx8be.Group" or not group.regions:
-        label = group.label if isinstance(group, Op) else type(group).__name__
-        raise Tx8labError(
-            f"GroupTuner needs a tx8be.Group op with a body, got {label} (take a group of "
-            "the group-cost step's output, or use GroupTuner.from_step)"
-        )
-    return group
+    return check_group(group, "GroupTuner (or use GroupTuner.from_step)")
 
 
 def _cost_step(step: Step | Sequence[Step]) -> Step:
