@@ -235,21 +235,20 @@ def spm_gantt_figure(
             rows = df[[k == op for k in keys]]
             if rows.empty:
                 continue
-            custom = list(
-                zip(
-                    rows["id"], rows["buffer"], [op] * len(rows),
-                    [k if isinstance(k, str) else "?" for k in rows["kind"]],
-                    rows["size"], rows["offset"], rows["start"], rows["end"],
-                    rows["x0"], rows["x1"], strict=True,
-                )
-            )  # fmt: skip
+            custom = rows[["id", "buffer"]].assign(
+                op=op,
+                kind=[k if isinstance(k, str) else "?" for k in rows["kind"]],
+                size=rows["size"], offset=rows["offset"], start=rows["start"],
+                end=rows["end"], x0=rows["x0"], x1=rows["x1"],
+            ).to_numpy(dtype=object)  # fmt: skip
+            # numpy arrays: plotly validates them at once, not element by element
             fig.add_trace(
                 go.Bar(
                     orientation="h",
-                    base=rows["x0"].tolist(),
-                    x=(rows["x1"] - rows["x0"]).tolist(),
-                    y=(rows["offset"] + rows["size"] / 2).tolist(),
-                    width=rows["size"].tolist(),
+                    base=rows["x0"].to_numpy(),
+                    x=(rows["x1"] - rows["x0"]).to_numpy(),
+                    y=(rows["offset"] + rows["size"] / 2).to_numpy(),
+                    width=rows["size"].to_numpy(),
                     name=op,
                     legendgroup=op,
                     showlegend=col == 1,
