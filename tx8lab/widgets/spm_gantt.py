@@ -40,6 +40,7 @@ from typing import Any, Literal
 
 import ipywidgets
 import pandas as pd
+import numpy as np
 import plotly.graph_objects as go
 import traitlets
 from plotly.subplots import make_subplots
@@ -235,12 +236,13 @@ def spm_gantt_figure(
             rows = df[[k == op for k in keys]]
             if rows.empty:
                 continue
-            custom = rows[["id", "buffer"]].assign(
-                op=op,
-                kind=[k if isinstance(k, str) else "?" for k in rows["kind"]],
-                size=rows["size"], offset=rows["offset"], start=rows["start"],
-                end=rows["end"], x0=rows["x0"], x1=rows["x1"],
-            ).to_numpy(dtype=object)  # fmt: skip
+            custom = np.empty((len(rows), 10), dtype=object)
+            for j, field in enumerate(("id", "buffer", "", "", "size", "offset", "start",
+                                       "end", "x0", "x1")):
+                if field:
+                    custom[:, j] = rows[field].to_numpy()
+            custom[:, 2] = op
+            custom[:, 3] = [k if isinstance(k, str) else "?" for k in rows["kind"]]  # fmt: skip
             # numpy arrays: plotly validates them at once, not element by element
             fig.add_trace(
                 go.Bar(

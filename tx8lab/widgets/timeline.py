@@ -74,11 +74,8 @@ def _slot_key(timeline: Timeline, slot: Slot, color_by: ColorBy) -> str:
 
 
 def _object_rows(rows: list[tuple[Any, ...]]) -> Any:
-    """``rows`` as a 2-D numpy object array (plotly's customdata, validated at once)."""
-    out = np.empty((len(rows), len(rows[0]) if rows else 0), dtype=object)
-    for i, row in enumerate(rows):
-        out[i] = row
-    return out
+    """``rows`` (equal-length tuples) as a 2-D numpy object array (plotly's customdata)."""
+    return np.array(rows, dtype=object).reshape(len(rows), -1)
 
 
 def timeline_figure(
