@@ -39,8 +39,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import ipywidgets
-import pandas as pd
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 import traitlets
 from plotly.subplots import make_subplots
