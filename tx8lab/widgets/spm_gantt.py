@@ -237,8 +237,9 @@ def spm_gantt_figure(
             if rows.empty:
                 continue
             custom = np.empty((len(rows), 10), dtype=object)
-            for j, field in enumerate(("id", "buffer", "", "", "size", "offset", "start",
-                                       "end", "x0", "x1")):
+            for j, field in enumerate(
+                ("id", "buffer", "", "", "size", "offset", "start", "end", "x0", "x1")
+            ):
                 if field:
                     custom[:, j] = rows[field].to_numpy()
             custom[:, 2] = op
