@@ -536,3 +536,56 @@ def test_every_op_kind_has_a_rule_that_agrees_with_its_slices(kind: str) -> None
             )
             == slice_
         ), f"{kind} operand {value.type}"
+
+
+# ---------------------------------------------------------------- chips
+
+
+def test_chip_cut_data_parallel_cuts_every_ops_batch() -> None:
+    from tx8lab.core.schedule.sharding import chip_cut
+
+    b = Builder()
+    x = b.input((8, 16, 16, 64), F16)
+    a = b.op("Relu", x)  # %0
+    s = b.op("Sigmoid", a)  # %1
+    b.output(s)
+    group = _group(b.finish(), [0, 1])
+    cut = chip_cut(group, dp=4)
+    assert cut.chips == {0: (4, 1, 1, 1), 1: (4, 1, 1, 1)}
+    assert cut.gathered_bytes == 0
+    assert cut.notes == ()
+    # the slice of a tile on one chip: the batch divided by the chips, then the tiles
+    st = OpStrategy((2, 1, 1, 1), (1, 1, 1, 1), cut.chips[1])
+    assert OPS["tx8be.Sigmoid"].temporal_slice_shape(group.regions[0].ops[1], st).iteration == (
+        1, 16, 16, 64,
+    )  # fmt: skip
+    with pytest.raises(Tx8labError, match="dp must be an int >= 1"):
+        chip_cut(group, dp=0)
+
+
+def test_chip_cut_tensor_parallel_cuts_the_last_dim_and_counts_the_gather() -> None:
+    from tx8lab.core.schedule.sharding import chip_cut
+
+    b = Builder()
+    x = b.input((32, 64), F16)
+    w = b.weight((64, 128), F16)
+    m = b.op("MatMul", x, w)
+    r = b.op("Relu", m)
+    b.output(r)
+    module = b.finish()
+    ids = [op.id for op in module.main.ops if op.kind in ("tx8be.MatMul", "tx8be.Relu")]
+    group = _group(module, ids)
+    matmul, relu = ids
+    cut = chip_cut(group, tp=2)
+    assert cut.chips[relu] == (1, 2)
+    assert cut.chips[matmul][:2] == (1, 2)  # M, N; K stays whole
+    assert cut.gathered_bytes == 32 * 128 * 2  # the output, f16
+    # a Softmax reduces its last dim: tp cannot cut it, and says so
+    b = Builder()
+    x = b.input((32, 64), F16)
+    sm = b.op("Softmax", x, axis=-1)
+    b.output(sm)
+    soft = _group(b.finish(), [0])
+    got = chip_cut(soft, tp=2)
+    assert got.gathered_bytes == 0
+    assert any("cannot cut its last dim" in n for n in got.notes)
