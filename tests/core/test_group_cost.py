@@ -274,7 +274,7 @@ def test_data_parallel_cuts_the_batch_across_chips() -> None:
     assert all(e["cycles"] <= before[e["id"]] for e in dp.artifacts["groups"])
 
 
-def test_tensor_parallel_pays_an_all_gather() -> None:
+def test_tensor_parallel_pays_for_its_chip_to_chip_transfers() -> None:
     from tx8lab.core.passes.group_cost import GroupCost
     from tx8lab.hw.cost import c2c_all_gather_cycles
 
@@ -286,6 +286,10 @@ def test_tensor_parallel_pays_an_all_gather() -> None:
     assert gathered
     for e in gathered:
         assert any(4 in v for v in e["chips"].values())
+        assert e["chip_plan"] in ("gather", "reduce")
+        assert f"({e['chip_plan']} plan)" in next(
+            d.reason for d in tp.decisions if d.op_id == e["id"]
+        )
     model = tp.artifacts["model"]
     assert sum(model.c2c_cycles) == tp.stats["c2c_cycles"] > 0
     assert model.total_cycles == (
@@ -296,6 +300,10 @@ def test_tensor_parallel_pays_an_all_gather() -> None:
     # one all-gather: (tp - 1) / tp of the bytes over one 25 GB/s link
     assert c2c_all_gather_cycles(4_000_000, 4, four) == 120_000
     assert c2c_all_gather_cycles(4_000_000, 1, four) == 0
+    # the FFN runs row parallel: its down-projection's K cut, one all-reduce
+    plans = {e["chip_plan"] for e in entries}
+    assert "reduce" in plans
+    assert int(tp.stats["total_cycles"]) < int(GroupCost().run(module, four).stats["total_cycles"])
 
 
 def test_more_chips_than_the_preset_is_an_error() -> None:

@@ -589,3 +589,31 @@ def test_chip_cut_tensor_parallel_cuts_the_last_dim_and_counts_the_gather() -> N
     got = chip_cut(soft, tp=2)
     assert got.gathered_bytes == 0
     assert any("cannot cut its last dim" in n for n in got.notes)
+
+
+def test_chip_cuts_pairs_column_and_row_parallel_matmuls() -> None:
+    """An FFN: the up-projection cut on N, the down-projection on K, one all-reduce."""
+    from tx8lab.core.schedule.sharding import chip_cuts
+
+    b = Builder()
+    x = b.input((32, 64), F16)
+    up = b.op("MatMul", x, b.weight((64, 256), F16))
+    act = b.op("Relu", up)
+    down = b.op("MatMul", act, b.weight((256, 64), F16))
+    b.output(down)
+    module = b.finish()
+    ids = [op.id for op in module.main.ops if op.kind in ("tx8be.MatMul", "tx8be.Relu")]
+    group = _group(module, ids)
+    up_id, act_id, down_id = ids
+    gather, reduce = chip_cuts(group, tp=4)
+    assert (gather.plan, reduce.plan) == ("gather", "reduce")
+    assert gather.gathered_bytes == 32 * 64 * 2
+    assert reduce.gathered_bytes == 0
+    assert reduce.reduced_bytes == 32 * 64 * 2
+    assert reduce.chips[down_id] == (1, 1, 4)  # M, N whole; K cut
+    assert reduce.chips[act_id] == (1, 4)
+    assert reduce.chips[up_id][:2] == (1, 4)  # column parallel: N cut
+    # dp alone has one plan, named batch
+    (batch,) = chip_cuts(group, dp=2)
+    assert batch.plan == "batch"
+    assert batch.chips[up_id][0] == 2

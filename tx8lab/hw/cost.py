@@ -245,6 +245,21 @@ def c2c_all_gather_cycles(num_bytes: int, chips: int, hw: ChipConfig) -> int:
     return to_cycles(num_bytes * (n - 1) / n / hw.c2c_link_bytes_per_s, hw)
 
 
+def c2c_all_reduce_cycles(num_bytes: int, chips: int, hw: ChipConfig) -> int:
+    """Cycles to sum a ``num_bytes`` tensor held as partial sums on ``chips`` chips (a ring).
+
+    A ring all-reduce is a reduce-scatter then an all-gather: each chip sends and receives
+    ``2 (chips - 1) / chips`` of the tensor over one link direction. The additions are
+    not counted (vector-unit work far below the transfer).
+
+    Examples:
+        >>> from tx8lab.hw.presets import TX81
+        >>> c2c_all_reduce_cycles(50_000_000, 2, TX81)  # twice the all-gather's 1 ms
+        2000000
+    """
+    return 2 * c2c_all_gather_cycles(num_bytes, chips, hw)
+
+
 def tdma_cost(num_bytes: int, hw: ChipConfig, *, commands: int = 1) -> Cost:
     """An in-tile TDMA move (gather/scatter, reshape) of ``num_bytes`` through SPM.
 
@@ -310,6 +325,7 @@ __all__ = [
     "Cost",
     "CostEngine",
     "c2c_all_gather_cycles",
+    "c2c_all_reduce_cycles",
     "ct_cost",
     "dma_cost",
     "dma_share_bytes_per_s",

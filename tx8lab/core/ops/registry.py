@@ -458,8 +458,9 @@ class OpDef:
                 allowed = {
                     "shard": dim.shardable,
                     "split": dim.splittable,
-                    # across chips: what tiles may cut, and the batch (dim 0) of any op
-                    "chips": dim.shardable or (dim is dims[0] and not dim.reduce),
+                    # across chips: what tiles may cut, the batch (dim 0) of any op, and
+                    # a reduction (the chips' partial sums are all-reduced after the group)
+                    "chips": dim.shardable or dim.reduce or dim is dims[0],
                 }[field]
                 if factor > 1 and not allowed:
                     how = {

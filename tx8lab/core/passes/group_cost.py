@@ -61,13 +61,15 @@ Readings chosen:
   engines, but its ``timeline`` names the template's ops; the hit's own timeline is
   ``artifacts["timelines"][id]``.
 - **Multi-chip** (``dp``, ``tp``; ``dp * tp`` at most the preset's ``num_chips``): each
-  group is cut across chips by :func:`~tx8lab.core.schedule.sharding.chip_cut` (dp: the
-  batch dim of every op; tp: the outputs' last dim, all-gathered after the group over one
-  chip-to-chip link, :func:`~tx8lab.hw.cost.c2c_all_gather_cycles`), then scheduled on
-  one chip's tiles as usual. A group keeps its cut only when its cycles plus the
-  all-gather beat the group run whole on every chip (then it is replicated, and the
-  Decision says why). Report entries gain ``chips`` (op id -> chips per iteration dim)
-  and ``c2c_cycles``; the model total adds the all-gathers.
+  group's chip plans come from :func:`~tx8lab.core.schedule.sharding.chip_cuts` (dp: the
+  batch dim of every op; tp ``gather``: the outputs' last dim, all-gathered after the
+  group, :func:`~tx8lab.hw.cost.c2c_all_gather_cycles`; tp ``reduce``: the last matmul's
+  K with its producers cut on N, its result all-reduced,
+  :func:`~tx8lab.hw.cost.c2c_all_reduce_cycles`), each scheduled on one chip's tiles as
+  usual. The cheapest of the plans and of running the group whole on every chip
+  (replicated) wins; the Decision lists them. Report entries gain ``chips`` (op id ->
+  chips per iteration dim), ``chip_plan`` and ``c2c_cycles``; the model total adds the
+  chip-to-chip cycles.
 - ``progress`` (``auto``) shows a tqdm bar over the groups when searching in a terminal
   or a notebook (``TX8LAB_NO_PROGRESS=1`` turns ``auto`` off); it never changes results.
 - A group that cannot fit in SPM even fully split is an error that names the group and
@@ -218,28 +220,38 @@ class GroupCost(Pass):
     ) -> dict[str, Any]:
         """Every stage for one group; the pieces for artifacts, the report and a Decision."""
         from tx8lab.core.schedule.estimate import report_fields
-        from tx8lab.core.schedule.sharding import chip_cut
+        from tx8lab.core.schedule.sharding import chip_cuts
         from tx8lab.core.schedule.slicing import loop_counts
-        from tx8lab.hw.cost import c2c_all_gather_cycles
+        from tx8lab.hw.cost import c2c_all_gather_cycles, c2c_all_reduce_cycles
 
         settings = (self.search, self.multi_buffer, self.retract, self.alloc)
         cached = cache.lookup_payload(group, settings)
         if cached is not None:
             return self._reuse(group, cached[0], cached[1], stages)
         ddr_only = group.attrs.get("group_tag") == TAG_DDR
-        cut = chip_cut(group, self.dp, self.tp) if self.dp * self.tp > 1 and not ddr_only else None
-        got = self._compute(group, hw, cut)
-        c2c = c2c_all_gather_cycles(cut.gathered_bytes, self.tp, hw) if cut is not None else 0
+        cuts = chip_cuts(group, self.dp, self.tp) if self.dp * self.tp > 1 and not ddr_only else []
+        got = self._compute(group, hw, None)
+        cut: ChipCut | None = None
+        c2c = 0
         cut_note = ""
-        if cut is not None:
-            # a cut is kept only when it pays: replicated on every chip otherwise
-            whole = self._compute(group, hw, None)
-            if whole.estimate.cycles <= got.estimate.cycles + c2c:
-                cut_note = (
-                    f"; replicated on every chip: the cut would take {got.estimate.cycles} + "
-                    f"{c2c} all-gather cycles against {whole.estimate.cycles}"
-                )
-                got, cut, c2c = whole, None, 0
+        if cuts:
+            # each plan against running the group whole on every chip: the cheapest wins
+            tried = [f"whole on every chip {got.estimate.cycles}"]
+            for plan in cuts:
+                try:
+                    alt = self._compute(group, hw, plan)
+                except Tx8labError as exc:
+                    tried.append(f"{plan.plan} refused ({str(exc)[:80]})")
+                    continue
+                comm = c2c_all_gather_cycles(
+                    plan.gathered_bytes, self.tp, hw
+                ) + c2c_all_reduce_cycles(plan.reduced_bytes, self.tp, hw)
+                tried.append(f"{plan.plan} {alt.estimate.cycles} + {comm} C2C")
+                if alt.estimate.cycles + comm < got.estimate.cycles + c2c:
+                    got, cut, c2c = alt, plan, comm
+            cut_note = "; chip plans: " + ", ".join(tried)
+            if cut is None:
+                cut_note += " -> replicated on every chip"
         strategy, inp, timeline, allocation, estimate = (
             got.strategy,
             got.input,
@@ -265,6 +277,7 @@ class GroupCost(Pass):
         }
         if self.dp * self.tp > 1:
             entry["c2c_cycles"] = c2c
+            entry["chip_plan"] = cut.plan if cut is not None else "replicated"
         looping = {stage: n for stage, n in loops.items() if n > 1}
         reason = (
             f"{entry['cycles']} cycles on {inp.tiles} tiles, limited by "
@@ -276,7 +289,8 @@ class GroupCost(Pass):
         if cut is not None:
             reason += (
                 f"; cut across {self.dp * self.tp} chips (dp {self.dp} x tp {self.tp})"
-                + (f", all-gather {entry['c2c_cycles']} cycles" if entry["c2c_cycles"] else "")
+                + f" ({cut.plan} plan)"
+                + (f", C2C {entry['c2c_cycles']} cycles" if entry["c2c_cycles"] else "")
                 + "".join(f"; {n}" for n in cut.notes)
             )
         reason += cut_note

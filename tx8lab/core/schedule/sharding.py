@@ -512,12 +512,15 @@ def propagate(
     outputs: Mapping[int, ShardingSplitParam],
     *,
     multi_buffer: int = 2,
+    anywhere: bool = False,
 ) -> Propagation:
     """Seed DS_SlicePropagate: the group's strategy from its output ops' factors.
 
     ``outputs`` maps the id of each compute op whose result leaves the group (no compute
     user in the body) to its factors; one left out is not sharded (recorded). Ops are
     visited from the last to the first, so every user of a producer is done first.
+    ``anywhere=True`` accepts factors for any compute op of the body (a chip cut seeds
+    the producers of a matmul's reduction operand); ops after it get no request.
 
     Raises:
         Tx8labError: ``group_op`` is not a group, ``outputs`` names an op that is not an
@@ -529,7 +532,7 @@ def propagate(
             "(outline ops with tx8lab.core.grouping.outline or run the group pass)"
         )
     compute, producer, alias, outs = _body(group_op)
-    out_ids = {op.id for op in outs}
+    out_ids = {op.id for op in (compute if anywhere else outs)}
     wrong = sorted(set(outputs) - out_ids)
     if wrong:
         raise Tx8labError(
@@ -619,6 +622,11 @@ class ChipCut:
     gathered_bytes: int
     """Bytes of the output ops' results cut on their last dim by ``tp`` (all-gathered)."""
     notes: tuple[str, ...] = ()
+    reduced_bytes: int = 0
+    """Bytes of a matmul result whose reduction dim is cut by ``tp`` (all-reduced)."""
+    plan: str = "gather"
+    """``batch`` (dp only), ``gather`` (tp: outputs cut on their last dim) or ``reduce``
+    (tp: the last matmul row-parallel)."""
 
 
 def chip_cut(group_op: Op, dp: int = 1, tp: int = 1) -> ChipCut:
@@ -679,7 +687,73 @@ def chip_cut(group_op: Op, dp: int = 1, tp: int = 1) -> ChipCut:
                 notes.append(f"%{op.id} ({op.name}) has no batch dim to cut: replicated")
                 continue
             chips[op.id][d] *= dp
-    return ChipCut({k: tuple(v) for k, v in chips.items()}, gathered, tuple(notes))
+    plan = "gather" if tp > 1 else "batch"
+    return ChipCut({k: tuple(v) for k, v in chips.items()}, gathered, tuple(notes), 0, plan)
+
+
+#: Reduce ops whose reduction dim a ``reduce`` tp plan may cut across chips.
+_ROW_PARALLEL = frozenset({"tx8be.MatMul", "tx8be.Gemm", "tx8be.BatchMatMul"})
+
+
+def chip_cuts(group_op: Op, dp: int = 1, tp: int = 1) -> list[ChipCut]:
+    """Every chip cut group-cost weighs for a group (the gather plan, then the reduce one).
+
+    The first is :func:`chip_cut`; with ``tp > 1`` and a matmul in the group the
+    row-parallel plan follows.
+
+    The **reduce** plan (Megatron's column/row pairing, read for one group): the last
+    MatMul/Gemm/BatchMatMul in the body has its reduction dim K cut by ``tp``; the producer
+    of its first operand is asked for its last dim cut by ``tp`` and :func:`propagate`
+    carries that backwards (an FFN's up-projection is cut on N: column parallel). Each
+    chip then holds a partial sum of the matmul's result, summed by an all-reduce of its
+    bytes (``reduced_bytes``); the ops after it run whole on every chip. ``dp`` cuts the
+    batch as in :func:`chip_cut`.
+    """
+    cuts = [chip_cut(group_op, dp, tp)]
+    if tp <= 1:
+        return cuts
+    compute, producer, alias, _ = _body(group_op)
+    matmuls = [op for op in compute if op.kind in _ROW_PARALLEL]
+    if not matmuls:
+        return cuts
+    last = matmuls[-1]
+    dims = get_op_def(last.kind).iter_dims(last)
+    k = next((i for i, d in enumerate(dims) if d.reduce), None)
+    if k is None:
+        return cuts
+    chips: dict[int, list[int]] = {
+        op.id: [1] * len(get_op_def(op.kind).iter_dims(op)) for op in compute
+    }
+    notes = [f"%{last.id} ({last.name}) row parallel: K cut by {tp}, its result all-reduced"]
+    src = producer.get(alias.get(last.operands[0].key, last.operands[0].key))
+    if src is not None and src.id in chips and src.results:
+        rank = src.results[0].type.rank
+        param = ShardingSplitParam(
+            tuple(tp if i == rank - 1 else 1 for i in range(rank)), (1,) * rank
+        )
+        if _to_strategy(src, param) is not None:
+            for key, st in propagate(group_op, {src.id: param}, anywhere=True).strategy.ops.items():
+                chips[key] = list(st.shard)
+        else:
+            notes.append(f"%{src.id} ({src.name}) cannot cut its last dim: computed whole")
+    for key in [op.id for op in compute if compute.index(op) >= compute.index(last)]:
+        chips[key] = [1] * len(chips[key])
+    chips[last.id][k] = tp
+    out = last.results[0].type
+    reduced = -(-out.num_elements * bits_of(out.dtype) // 8)
+    dp_cut = chip_cut(group_op, dp, 1)
+    for key, vec in dp_cut.chips.items():
+        chips[key] = [a * b for a, b in zip(chips[key], vec, strict=True)]
+    cuts.append(
+        ChipCut(
+            {key: tuple(v) for key, v in chips.items()},
+            0,
+            (*notes, *dp_cut.notes),
+            reduced,
+            "reduce",
+        )
+    )
+    return cuts
 
 
 def with_chips(strategy: Strategy, cut: ChipCut | None) -> Strategy:
@@ -752,6 +826,7 @@ __all__ = [
     "SplitTry",
     "align_base",
     "chip_cut",
+    "chip_cuts",
     "effective_tiles",
     "get_shardings",
     "level_rows",
