@@ -97,6 +97,12 @@ def test_statuses_under_a_small_spm() -> None:
         assert over["reason"].str.contains("does not fit").all()
         ok = frame[frame["status"] == "OK"]
         assert (ok["spm_peak_bytes"] <= small.tile.spm_usable_bytes).all()
+        by_reason = got.rejected_by_reason()
+        assert sum(by_reason.values()) == sum(got.rejected().values())
+        overflow = {k: n for k, n in by_reason.items() if k.startswith("spm-overflow")}
+        assert sum(overflow.values()) == got.rejected().get("spm-overflow", 0)
+        # the allocator's reasons fold into one kind whatever their byte counts
+        assert len([k for k in overflow if "SPM allocation does not fit" in k]) <= 1
     assert counts.get("spm-overflow", 0) > 0
     # the default strategy's own overflow (nothing left to split) is a rejected candidate
     # of group %32, not a crash; the split candidates fit

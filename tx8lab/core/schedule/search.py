@@ -85,6 +85,7 @@ Readings chosen where the seed is vague:
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -200,6 +201,21 @@ class SearchResult:
             if c.status != "OK":
                 out[c.status] = out.get(c.status, 0) + 1
         return out
+
+    def rejected_by_reason(self) -> dict[str, int]:
+        """Rejected candidates counted by status and reason.
+
+        The reason is its first clause with numbers as ``#``, so every "does not fit in
+        3080192 bytes" counts as one kind.
+        """
+        out: dict[str, int] = {}
+        for c in self.candidates:
+            if c.status == "OK":
+                continue
+            head = re.split(r"[:;.]\s", c.reason, maxsplit=1)[0] if c.reason else ""
+            key = f"{c.status}: {re.sub(r'[0-9][0-9,]*', '#', head)}" if head else c.status
+            out[key] = out.get(key, 0) + 1
+        return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
 
     def frame(self) -> pd.DataFrame:
         """One row per candidate: sharding, split, cycles, SPM peak, status, reason."""
