@@ -364,3 +364,14 @@ def test_the_ir_alone_gives_back_each_groups_timeline_and_lifetimes() -> None:
         assert timeline.makespan == group.attrs["cycles"]
         sizes = {lt.id: lt.size for lt in spm_lifetimes(timeline, si)}
         assert sizes == {i: n for i, _, n in group.attrs["spm_offsets"]}
+
+
+def test_report_shows_the_chip_to_chip_cycles() -> None:
+    four = TX81.with_overrides({"num_chips": "4"})
+    module = zoo.build("tiny_transformer_block")
+    steps = list(run_pipeline(module, build_pipeline(None, ["group-cost.tp=4"]), four))
+    report = build_report(module, steps, four)
+    cost = next(s for s in steps if s.name == "group-cost")
+    assert report["c2c_cycles"] == cost.stats["c2c_cycles"]
+    single = list(run_pipeline(module, build_pipeline(), TX81))
+    assert "c2c_cycles" not in build_report(module, single, TX81)

@@ -134,7 +134,8 @@ def _cost_section(cost: Step, final: Module, groups: list[dict[str, Any]]) -> di
     group-cost runs before opt-barrier (the seed's order), so its own model estimate puts a
     barrier after every group (``total_cycles_all_barriers``); ``total_cycles`` and
     ``latency_s`` use the ``need_barrier`` flags of the final module, i.e. after
-    opt-barrier when it ran.
+    opt-barrier when it ran. Across several chips (group-cost ``tp``) ``c2c_cycles`` is
+    the chip-to-chip part of ``total_cycles``.
     """
     artifacts = cost.result.artifacts
     costed = {g["id"]: g for g in to_jsonable(artifacts.get("groups", []))}
@@ -156,6 +157,8 @@ def _cost_section(cost: Step, final: Module, groups: list[dict[str, Any]]) -> di
     section["barriers"] = sum(need)
     section["barrier_cycles"] = model.barrier_cycles
     section["total_cycles_all_barriers"] = model.total_cycles
+    if model.c2c_cycles:
+        section["c2c_cycles"] = sum(model.c2c_cycles)
     return section
 
 
