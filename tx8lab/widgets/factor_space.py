@@ -46,6 +46,7 @@ from __future__ import annotations
 import ast
 import html
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import ipywidgets
@@ -81,6 +82,7 @@ from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
 from tx8lab.hw.presets import DEFAULT_PRESET, get_preset
 from tx8lab.widgets.overlays import PALETTE
+from tx8lab.widgets.spm_gantt import cost_step
 from tx8lab.widgets.timeline import timeline_figure
 
 #: Bars of the status panel, in this order (``pruned`` = never evaluated).
@@ -529,39 +531,11 @@ class FactorSpaceView(ipywidgets.VBox):  # type: ignore[misc]
             mode: search mode when the step stored no search for the group.
             **kwargs: passed to the view (``selected``, layout).
         """
-        found = _cost_step(step)
-        arts = found.result.artifacts
-        groups = {op.id: op for op in found.after.walk() if op.kind == "tx8be.Group"}
-        entries = {int(e["id"]): e for e in arts.get("groups", [])}
-        if not entries:
-            raise Tx8labError("FactorSpaceView.from_step: the group-cost step scheduled no group")
-        if group_id is None:
-            group_id = max(entries, key=lambda g: (int(entries[g]["cycles"]), -g))
-        if group_id not in entries or group_id not in groups:
-            known = ", ".join(f"%{g}" for g in sorted(entries))
-            raise Tx8labError(
-                f"FactorSpaceView.from_step: %{group_id} is not a group of the group-cost "
-                f"step; groups: {known}"
-            )
-        group = groups[group_id]
-        hw = hw if hw is not None else get_preset(DEFAULT_PRESET)
-        knobs = found.knobs
+        rec = recorded_group(step, group_id, hw, "FactorSpaceView.from_step")
+        group, hw, knobs = rec.group, rec.hw, rec.step.knobs
+        group_id = group.id
+        arts = rec.step.result.artifacts
         multi_buffer, retract = int(knobs["multi_buffer"]), bool(knobs["retract"])
-        # the hardware must be the run's: the recorded strategy re-run gives its cycles
-        recorded = int(entries[group_id]["cycles"])
-        try:
-            got = run_stages(
-                group, arts["strategies"][group_id], hw, retract=retract, multi_buffer=multi_buffer
-            ).estimate.cycles
-        except Tx8labError as exc:
-            got, why = None, str(exc)
-        else:
-            why = f"{got} cycles"
-        if got != recorded:
-            raise Tx8labError(
-                f"FactorSpaceView.from_step: group %{group_id} took {recorded} cycles in the "
-                f"run but gives {why[:200]} on hw {hw.name!r}; pass the hw the run used"
-            )
         result: SearchResult | None = arts.get("searches", {}).get(group_id)
         if result is None:
             if mode == "default":
@@ -690,26 +664,76 @@ class FactorSpaceView(ipywidgets.VBox):  # type: ignore[misc]
             self.timeline_box.children = [go.FigureWidget(fig)]
 
 
-def _cost_step(step: Step | Sequence[Step]) -> Step:
-    if isinstance(step, Step):
-        found: Step | None = step
-    elif isinstance(step, Sequence):
-        found = next((s for s in step if isinstance(s, Step) and s.name == "group-cost"), None)
-    else:
-        found = None
-    if found is None or found.name != "group-cost":
+@dataclass(frozen=True)
+class RecordedGroup:
+    """A group of a group-cost step with its recorded strategy re-run (:func:`recorded_group`)."""
+
+    step: Step
+    group: Op
+    hw: ChipConfig
+    scheduled: Scheduled
+    """The stages of the run's strategy on ``hw`` (they give the recorded cycles)."""
+
+
+def recorded_group(
+    step: Step | Sequence[Step], group_id: int | None, hw: ChipConfig | None, who: str
+) -> RecordedGroup:
+    """A group of a group-cost step (default: the costliest), checked against ``hw``.
+
+    ``hw`` (default: the default preset) must be the run's: the recorded strategy re-run
+    with the run's knobs gives the recorded cycles, else an error asks for it. Errors
+    name ``who`` (the view being built).
+
+    Raises:
+        Tx8labError: not a group-cost step or trace, no group, an unknown ``group_id``,
+            or hardware other than the run's.
+    """
+    found = cost_step(step, who)
+    arts = found.result.artifacts
+    entries = {int(e["id"]): e for e in arts.get("groups", [])}
+    if not entries:
+        raise Tx8labError(f"{who}: the group-cost step scheduled no group")
+    if group_id is None:
+        group_id = max(entries, key=lambda g: (int(entries[g]["cycles"]), -g))
+    groups = {op.id: op for op in found.after.walk() if op.kind == "tx8be.Group"}
+    if group_id not in entries or group_id not in groups:
+        known = ", ".join(f"%{g}" for g in sorted(entries))
         raise Tx8labError(
-            "FactorSpaceView.from_step: give the group-cost step (or a trace that ran it)"
+            f"{who}: %{group_id} is not a group of the group-cost step; groups: {known}"
         )
-    return found
+    chip = hw if hw is not None else get_preset(DEFAULT_PRESET)
+    knobs = found.knobs
+    recorded = int(entries[group_id]["cycles"])
+    sched: Scheduled | None = None
+    try:
+        sched = run_stages(
+            groups[group_id],
+            arts["strategies"][group_id],
+            chip,
+            retract=bool(knobs["retract"]),
+            multi_buffer=int(knobs["multi_buffer"]),
+            alloc=str(knobs["alloc"]),
+            alloc_time_limit_s=float(knobs["alloc_time_limit_s"]),
+        )
+        why = f"{sched.estimate.cycles} cycles"
+    except Tx8labError as exc:
+        why = str(exc)
+    if sched is None or sched.estimate.cycles != recorded:
+        raise Tx8labError(
+            f"{who}: group %{group_id} took {recorded} cycles in the run but gives "
+            f"{why[:200]} on hw {chip.name!r}; pass the hw the run used"
+        )
+    return RecordedGroup(found, groups[group_id], chip, sched)
 
 
 __all__ = [
     "STATUSES",
     "FactorSpaceView",
+    "RecordedGroup",
     "factor_space_figure",
     "levels_frame",
     "propagation_frame",
+    "recorded_group",
     "set_selected",
     "split_frame",
 ]

@@ -79,7 +79,12 @@ from tx8lab.core.schedule.slicing import default_schedule
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import TX81
 from tx8lab.hw.config import ChipConfig
-from tx8lab.widgets.factor_space import check_group, factor_space_figure, set_selected
+from tx8lab.widgets.factor_space import (
+    check_group,
+    factor_space_figure,
+    recorded_group,
+    set_selected,
+)
 from tx8lab.widgets.knob_panel import (
     HW_PREFIX,
     HwField,
@@ -90,7 +95,7 @@ from tx8lab.widgets.knob_panel import (
     hw_value,
     knob_control,
 )
-from tx8lab.widgets.spm_gantt import set_cursor, spm_gantt_figure
+from tx8lab.widgets.spm_gantt import cost_step, set_cursor, spm_gantt_figure
 from tx8lab.widgets.timeline import ColorBy, ScheduleView, set_timeline_cursor, timeline_figure
 
 #: group-cost knobs that change one group's cost (the others: chips, progress bar).
@@ -134,19 +139,6 @@ class _Outcome:
 
 def _check_group(group: Any) -> Op:
     return check_group(group, "GroupTuner (or use GroupTuner.from_step)")
-
-
-def _cost_step(step: Step | Sequence[Step]) -> Step:
-    found: Step | None
-    if isinstance(step, Step):
-        found = step
-    elif isinstance(step, Sequence):
-        found = next((s for s in step if isinstance(s, Step) and s.name == "group-cost"), None)
-    else:
-        found = None
-    if found is None or found.name != "group-cost":
-        raise Tx8labError("GroupTuner.from_step: give the group-cost step (or a trace that ran it)")
-    return found
 
 
 def _show(value: Any) -> str:
@@ -335,54 +327,21 @@ class GroupTuner(ipywidgets.VBox):  # type: ignore[misc]
                 the cycles the step recorded.
             **kwargs: passed to the constructor (``color_by``, layout).
         """
-        found = _cost_step(step)
-        arts = found.result.artifacts
-        entries = {int(e["id"]): e for e in arts.get("groups", [])}
-        if not entries:
-            raise Tx8labError("GroupTuner.from_step: the group-cost step scheduled no group")
-        if group_id is None:
-            group_id = max(entries, key=lambda g: (int(entries[g]["cycles"]), -g))
-        groups = {op.id: op for op in found.after.walk() if op.kind == "tx8be.Group"}
-        if group_id not in entries or group_id not in groups:
-            known = ", ".join(f"%{g}" for g in sorted(entries))
-            raise Tx8labError(
-                f"GroupTuner.from_step: %{group_id} is not a group of the group-cost step; "
-                f"groups: {known}"
-            )
-        knobs = found.knobs
+        who = "GroupTuner.from_step"
+        knobs = cost_step(step, who).knobs
         if int(knobs.get("dp", 1)) * int(knobs.get("tp", 1)) > 1:
             raise Tx8labError(
-                f"GroupTuner.from_step: group-cost ran with dp={knobs['dp']} tp={knobs['tp']}; "
+                f"{who}: group-cost ran with dp={knobs['dp']} tp={knobs['tp']}; "
                 "the tuner schedules one chip's group: run the pipeline with dp=tp=1"
             )
-        hw = hw if hw is not None else TX81
-        group = groups[group_id]
-        recorded = int(entries[group_id]["cycles"])
-        mb, retract = int(knobs["multi_buffer"]), bool(knobs["retract"])
-        sched: Scheduled | None = None
-        try:
-            sched = run_stages(
-                group,
-                arts["strategies"][group_id],
-                hw,
-                retract=retract,
-                multi_buffer=mb,
-                alloc=str(knobs["alloc"]),
-                alloc_time_limit_s=float(knobs["alloc_time_limit_s"]),
-            )
-            why = f"{sched.estimate.cycles} cycles"
-        except Tx8labError as exc:
-            why = str(exc)
-        if sched is None or sched.estimate.cycles != recorded:
-            raise Tx8labError(
-                f"GroupTuner.from_step: group %{group_id} took {recorded} cycles in the run "
-                f"but gives {why[:200]} on hw {hw.name!r}; pass the hw the run used"
-            )
+        rec = recorded_group(step, group_id, hw if hw is not None else TX81, who)
+        group, hw, sched = rec.group, rec.hw, rec.scheduled
+        arts = rec.step.result.artifacts
         return cls(
             group,
             hw,
             knobs={k: knobs[k] for k in TUNER_KNOBS if k in knobs},
-            search=arts.get("searches", {}).get(group_id),
+            search=arts.get("searches", {}).get(group.id),
             scheduled=sched,
             **kwargs,
         )

@@ -67,17 +67,26 @@ class GroupSchedule:
     allocation: Allocation
 
 
+def cost_step(step: Step | Sequence[Step], who: str) -> Step:
+    """The ``group-cost`` step itself, or the first one of a trace; an error naming ``who``."""
+    found: Step | None
+    if isinstance(step, Step):
+        found = step
+    elif isinstance(step, Sequence):
+        found = next((s for s in step if isinstance(s, Step) and s.name == "group-cost"), None)
+    else:
+        found = None
+    if found is None or found.name != "group-cost":
+        raise Tx8labError(f"{who}: give the group-cost step (or a trace that ran it)")
+    return found
+
+
 def group_schedule(step: Step | Sequence[Step], group_id: int | None = None) -> GroupSchedule:
     """One group's schedule from a ``group-cost`` step (or a trace holding one).
 
     ``group_id=None`` picks the group whose timeline has the most task instances.
     """
-    if isinstance(step, Step):
-        found: Step | None = step
-    else:
-        found = next((s for s in step if s.name == "group-cost"), None)
-    if found is None or found.name != "group-cost":
-        raise Tx8labError("group_schedule: give the group-cost step (or a trace that ran it)")
+    found = cost_step(step, "group_schedule")
     arts = found.result.artifacts
     timelines: Mapping[int, Timeline] = arts.get("timelines", {})
     if not timelines:
@@ -416,6 +425,7 @@ __all__ = [
     "GroupSchedule",
     "SpmGantt",
     "compare_allocations",
+    "cost_step",
     "gantt_frame",
     "group_schedule",
     "set_cursor",
