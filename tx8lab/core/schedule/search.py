@@ -101,6 +101,7 @@ from tx8lab.core.schedule.pipeline import sw_pipeline
 from tx8lab.core.schedule.sharding import (
     ChipCut,
     ShardingLevel,
+    SplitTry,
     min_slices,
     next_split,
     op_sharding_levels,
@@ -251,6 +252,14 @@ class _Out:
     levels: list[ShardingLevel]
     rmap: tuple[int | None, ...]
     n_dims: int
+    tries: dict[tuple[int, ...], list[SplitTry]] = field(default_factory=dict, compare=False)
+    """split_tries by iteration shard, computed once per vector (every depth reads them)."""
+
+    def split_tries(self, shard: tuple[int, ...]) -> list[SplitTry]:
+        got = self.tries.get(shard)
+        if got is None:
+            got = self.tries[shard] = split_tries(self.op, shard)
+        return got
 
 
 def _outs(group: Op, tiles: int) -> list[_Out]:
@@ -280,19 +289,22 @@ def _op_strategy(out: _Out, li: int, vi: int, depth: int) -> OpStrategy:
     level = out.levels[min(li, len(out.levels) - 1)]
     vec = level.shardings[min(vi, len(level.shardings) - 1)]
     shard = _iter_shard(out, vec)
-    tries = split_tries(out.op, shard)
+    tries = out.split_tries(shard)
     d = min(depth, len(tries))
     split = tries[d - 1].split if d else (1,) * out.n_dims
     return OpStrategy(shard, split)
 
 
 def _depths(out: _Out, vec: tuple[int, ...]) -> int:
-    return len(split_tries(out.op, _iter_shard(out, vec)))
+    return len(out.split_tries(_iter_shard(out, vec)))
 
 
 def space_size(group: Op, hw: ChipConfig) -> int:
     """Candidates of ``group``: the default plus (vector, depth) pairs of its first output."""
-    outs = _outs(group, group_tile_budget(group, hw))
+    return _space_size(_outs(group, group_tile_budget(group, hw)))
+
+
+def _space_size(outs: list[_Out]) -> int:
     if not outs:
         return 1
     first = outs[0]
@@ -436,7 +448,7 @@ def iter_search(
         raise Tx8labError(f"search needs a tx8be.Group op with a body, got {group.label}")
     start = time.perf_counter()
     outs = _outs(group, group_tile_budget(group, hw)) if mode != "default" else []
-    size = space_size(group, hw) if mode != "default" else 1
+    size = _space_size(outs) if mode != "default" else 1
     if mode == "exhaustive" and size > max_space:
         raise Tx8labError(
             f"group %{group.id}: exhaustive search over {size} candidates exceeds "
