@@ -762,7 +762,18 @@ class TemplateCache:
 
     def lookup(self, group: Op, settings: tuple[Any, ...]) -> Strategy | None:
         """The cached winner mapped onto ``group``'s ids, or None (counted as a miss)."""
-        got = self.entries.get((template_key(group), settings))
+        return self._lookup(group, (template_key(group), settings))
+
+    def lookup_payload(self, group: Op, settings: tuple[Any, ...]) -> tuple[Strategy, Any] | None:
+        """:meth:`lookup` plus the payload stored with the winner (a hit or a miss counted)."""
+        key = (template_key(group), settings)
+        strategy = self._lookup(group, key)
+        if strategy is None:
+            return None
+        return strategy, self.payloads.get(key)
+
+    def _lookup(self, group: Op, key: Any) -> Strategy | None:
+        got = self.entries.get(key)
         if got is None:
             self.misses += 1
             return None
@@ -770,13 +781,6 @@ class TemplateCache:
         by_pos, mb = got
         ids = _positions(group)
         return Strategy({ids[p]: st for p, st in by_pos.items()}, mb)
-
-    def lookup_payload(self, group: Op, settings: tuple[Any, ...]) -> tuple[Strategy, Any] | None:
-        """:meth:`lookup` plus the payload stored with the winner (a hit or a miss counted)."""
-        strategy = self.lookup(group, settings)
-        if strategy is None:
-            return None
-        return strategy, self.payloads.get((template_key(group), settings))
 
     def store(
         self, group: Op, settings: tuple[Any, ...], strategy: Strategy, payload: Any = None
