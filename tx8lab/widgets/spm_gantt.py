@@ -322,24 +322,25 @@ def set_cursor(
         axes = sorted(
             {(t.xaxis or "x") for t in fig.data}, key=lambda a: int(a[1:] or "1")
         )  # fmt: skip
-        for axis in axes:
-            suffix = axis[1:]
-            shapes.append(
-                go.layout.Shape(
-                    type="rect",
-                    name="cursor",
-                    xref=f"x{suffix}",
-                    yref=f"y{suffix} domain",
-                    x0=x0,
-                    x1=x1,
-                    y0=0,
-                    y1=1,
-                    fillcolor=CURSOR_COLOR,
-                    line={"width": 0},
-                    layer="above",
-                )
-            )
+        shapes.extend(cursor_shape(x0, x1, axis[1:]) for axis in axes)
     fig.layout.shapes = shapes
+
+
+def cursor_shape(x0: float, x1: float, suffix: str = "") -> go.layout.Shape:
+    """The shaded time-cursor band ``[x0, x1)`` over the full height of axes ``x{suffix}``."""
+    return go.layout.Shape(
+        type="rect",
+        name="cursor",
+        xref=f"x{suffix}",
+        yref=f"y{suffix} domain",
+        x0=x0,
+        x1=x1,
+        y0=0,
+        y1=1,
+        fillcolor=CURSOR_COLOR,
+        line={"width": 0},
+        layer="above",
+    )
 
 
 class SpmGantt(ipywidgets.VBox):  # type: ignore[misc]
@@ -426,6 +427,7 @@ __all__ = [
     "SpmGantt",
     "compare_allocations",
     "cost_step",
+    "cursor_shape",
     "gantt_frame",
     "group_schedule",
     "set_cursor",

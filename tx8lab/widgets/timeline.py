@@ -42,10 +42,10 @@ from tx8lab.errors import Tx8labError
 from tx8lab.widgets.graph_view import GraphView
 from tx8lab.widgets.overlays import MISSING_COLOR, PALETTE, category_overlay
 from tx8lab.widgets.spm_gantt import (
-    CURSOR_COLOR,
     SpmGantt,
     TimeAxis,
     compare_allocations,
+    cursor_shape,
     group_schedule,
     step_edges,
 )
@@ -168,21 +168,7 @@ def set_timeline_cursor(fig: go.Figure, timeline: Timeline, cursor: int) -> None
     shapes: list[Any] = [s for s in fig.layout.shapes if s.name != "cursor"]
     if cursor >= 0:
         edges = step_edges(timeline)
-        shapes.append(
-            go.layout.Shape(
-                type="rect",
-                name="cursor",
-                xref="x",
-                yref="y domain",
-                x0=edges[cursor],
-                x1=edges[cursor + 1],
-                y0=0,
-                y1=1,
-                fillcolor=CURSOR_COLOR,
-                line={"width": 0},
-                layer="above",
-            )
-        )
+        shapes.append(cursor_shape(edges[cursor], edges[cursor + 1]))
     fig.layout.shapes = shapes
 
 
