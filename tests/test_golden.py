@@ -22,7 +22,8 @@ import pytest
 
 from tx8lab.core.interpret import interpret, random_inputs
 from tx8lab.core.passes import build_pipeline
-from tx8lab.core.pipeline import PassResult, execute
+from tx8lab.core.passes.base import PassResult
+from tx8lab.core.runner import execute
 from tx8lab.core.text import parse_module, print_module
 from tx8lab.hw import get_preset
 

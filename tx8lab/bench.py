@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
 def schedule_figures(module: Module) -> dict[str, Any]:
     """The default pipeline through group-cost: groups, cycles, latency, SPM peak, times."""
     from tx8lab.core.passes import build_pipeline
-    from tx8lab.core.pipeline import run_pipeline
+    from tx8lab.core.runner import run_pipeline
     from tx8lab.hw import TX81
 
     steps = list(run_pipeline(module, build_pipeline(), TX81))
@@ -309,7 +309,7 @@ def group_figures(module: Module) -> dict[str, Any]:
     ``group`` and the passes after it (group-optimization ... opt-ddr).
     """
     from tx8lab.core.passes import DEFAULT_PIPELINE, build_pipeline
-    from tx8lab.core.pipeline import run_pipeline
+    from tx8lab.core.runner import run_pipeline
     from tx8lab.hw import TX81
 
     before = DEFAULT_PIPELINE[: DEFAULT_PIPELINE.index("group")]

@@ -177,9 +177,9 @@ def _add_hw_arguments(parser: argparse.ArgumentParser, preset_help: str, example
 
 
 def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
-    from tx8lab.core.passes import build_pipeline
-    from tx8lab.core.pipeline import parse_knob_settings, run_pipeline
+    from tx8lab.core.passes import build_pipeline, parse_knob_settings
     from tx8lab.core.report import build_report, write_report
+    from tx8lab.core.runner import run_pipeline
     from tx8lab.core.text import print_module
 
     hw, hw_overrides = _hw_from_args(args)

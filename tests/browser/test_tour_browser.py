@@ -264,7 +264,7 @@ def _stop(server: subprocess.Popen[bytes]) -> None:
 def _expected_nodes() -> dict[str, int]:
     """SVG nodes of the tour's CNN graph, for each group strategy, built here."""
     from tx8lab.core import zoo
-    from tx8lab.core.pipeline import Explorer
+    from tx8lab.core.runner import Explorer
     from tx8lab.hw import get_preset
     from tx8lab.widgets import GraphView
     from tx8lab.widgets.render import svg_node_ids

@@ -31,8 +31,9 @@ from tx8lab.core.ir import Module, Op
 from tx8lab.core.ops import OPS
 from tx8lab.core.ops.registry import SliceShape
 from tx8lab.core.passes import DEFAULT_PIPELINE, build_pipeline
+from tx8lab.core.passes.base import Step
 from tx8lab.core.passes.codegen import Codegen, header_path
-from tx8lab.core.pipeline import Step, run_pipeline
+from tx8lab.core.runner import run_pipeline
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import get_preset
 from tx8lab.hw.config import ChipConfig
@@ -430,7 +431,7 @@ def _expected(group: Op, hw: ChipConfig) -> list[tuple[str, dict[str, int]]]:
     """Per task instance in program order: buffer C name -> the offset of its lifetime."""
     from tx8lab.core.codegen import c_name, group_schedule
     from tx8lab.core.schedule.lifetimes import buffer_life
-    from tx8lab.core.schedule.pipeline import expand
+    from tx8lab.core.schedule.sw_pipeline import expand
 
     _, si, timeline = group_schedule(group, hw)
     offsets = {lid: off for lid, off, _ in group.attrs["spm_offsets"]}
@@ -494,7 +495,7 @@ def test_random_modules_get_c_whose_addresses_match_the_allocation(module: Modul
 def test_program_order_is_the_timeline_order_within_an_iteration(name: str) -> None:
     # the reading the C relies on: calls in program order, engines overlap iterations
     from tx8lab.core.codegen import group_schedule
-    from tx8lab.core.schedule.pipeline import expand
+    from tx8lab.core.schedule.sw_pipeline import expand
 
     step = _zoo_steps(name)[-1]
     pairs = 0

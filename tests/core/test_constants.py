@@ -31,8 +31,8 @@ from tx8lab.core.ir import Module, Op, TensorType, Value
 from tx8lab.core.passes import build_pipeline
 from tx8lab.core.passes.const_norm import ConstNorm
 from tx8lab.core.passes.move_constant import MoveConstant, use_needs_load
-from tx8lab.core.pipeline import execute, run_pipeline
 from tx8lab.core.report import to_jsonable
+from tx8lab.core.runner import execute, run_pipeline
 from tx8lab.core.text import print_module
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import TX81

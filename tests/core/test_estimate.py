@@ -23,7 +23,7 @@ from tx8lab.core.schedule.estimate import (
     explain,
     report_fields,
 )
-from tx8lab.core.schedule.pipeline import sw_pipeline
+from tx8lab.core.schedule.sw_pipeline import sw_pipeline
 from tx8lab.core.schedule.tasks import ENGINES, ScheduleInput
 from tx8lab.core.schedule.trace import group_trace, model_trace, timeline_events, write_trace
 from tx8lab.errors import Tx8labError

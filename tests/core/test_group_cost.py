@@ -12,8 +12,9 @@ from tx8lab.cli import main
 from tx8lab.core import verify, zoo
 from tx8lab.core.ir import Module
 from tx8lab.core.passes import DEFAULT_PIPELINE, build_pipeline
-from tx8lab.core.pipeline import Step, run_pipeline
+from tx8lab.core.passes.base import Step
 from tx8lab.core.report import build_report
+from tx8lab.core.runner import run_pipeline
 from tx8lab.core.schedule.spm_alloc import find_conflicts
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import TX81
@@ -338,8 +339,8 @@ def test_the_schedule_is_written_into_the_ir_and_survives_print_and_parse() -> N
 
 def test_the_ir_alone_gives_back_each_groups_timeline_and_lifetimes() -> None:
     from tx8lab.core.schedule.lifetimes import spm_lifetimes
-    from tx8lab.core.schedule.pipeline import sw_pipeline
     from tx8lab.core.schedule.slicing import schedule_input
+    from tx8lab.core.schedule.sw_pipeline import sw_pipeline
     from tx8lab.core.schedule.tasks import OpStrategy, Strategy
 
     step = _cost(_grouped("llama_decoder", layers=2), "group-cost.multi_buffer=3")

@@ -26,7 +26,7 @@ from tx8lab.core.passes.group_hdfg import (
     parse_hdfg,
     partition,
 )
-from tx8lab.core.pipeline import run_pipeline
+from tx8lab.core.runner import run_pipeline
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import TX81
 

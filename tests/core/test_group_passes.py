@@ -39,7 +39,7 @@ from tx8lab.core.passes.opt_ddr import (
     placement_frame,
     placement_stats,
 )
-from tx8lab.core.pipeline import execute, run_pipeline
+from tx8lab.core.runner import execute, run_pipeline
 from tx8lab.core.text import parse_module, print_module
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import TX81

@@ -10,8 +10,8 @@ from tx8lab.core.grouping import is_compute
 from tx8lab.core.ir import Module
 from tx8lab.core.passes import DEFAULT_PIPELINE, GroupHDFG, GroupPattern, build_pipeline
 from tx8lab.core.passes.group import Group
-from tx8lab.core.pipeline import run_pipeline
 from tx8lab.core.report import build_report
+from tx8lab.core.runner import run_pipeline
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import TX81
 

@@ -30,8 +30,8 @@ from tx8lab.core.passes.layout_align import (
 )
 from tx8lab.core.passes.layout_align_opt import LayoutAlignOpt
 from tx8lab.core.passes.layout_mincut import cost
-from tx8lab.core.pipeline import run_pipeline
 from tx8lab.core.report import build_report
+from tx8lab.core.runner import run_pipeline
 from tx8lab.hw import TX81
 
 ZOO = [

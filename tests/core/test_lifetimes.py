@@ -22,7 +22,7 @@ from tx8lab.core.schedule.lifetimes import (
     merge_overlap,
     spm_lifetimes,
 )
-from tx8lab.core.schedule.pipeline import expand, sw_pipeline
+from tx8lab.core.schedule.sw_pipeline import expand, sw_pipeline
 from tx8lab.core.schedule.tasks import Lifetime, ScheduleInput
 from tx8lab.errors import Tx8labError
 

@@ -14,8 +14,9 @@ from tx8lab.core.attrs import RandomInit
 from tx8lab.core.interpret import interpret, random_inputs
 from tx8lab.core.ir import Block, Builder, Function, Module, Op
 from tx8lab.core.passes import DCE, FoldConstants
+from tx8lab.core.passes.base import Pass
 from tx8lab.core.passes.dce import dead_ops
-from tx8lab.core.pipeline import Pass, execute, run_pipeline
+from tx8lab.core.runner import execute, run_pipeline
 from tx8lab.core.text import print_module
 from tx8lab.core.zoo import build
 from tx8lab.hw import get_preset

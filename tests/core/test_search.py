@@ -7,7 +7,7 @@ import pytest
 from tx8lab.core import zoo
 from tx8lab.core.ir import Module, Op
 from tx8lab.core.passes import DEFAULT_PIPELINE, build_pipeline
-from tx8lab.core.pipeline import run_pipeline
+from tx8lab.core.runner import run_pipeline
 from tx8lab.core.schedule.search import (
     TemplateCache,
     iter_search,

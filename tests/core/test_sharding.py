@@ -19,7 +19,7 @@ from tx8lab.core.ops import OPS
 from tx8lab.core.ops.registry import OpDef, slice_extent
 from tx8lab.core.ops.registry import ShardingSplitParam as P
 from tx8lab.core.passes import build_pipeline
-from tx8lab.core.pipeline import run_pipeline
+from tx8lab.core.runner import run_pipeline
 from tx8lab.core.schedule.sharding import (
     align_base,
     effective_tiles,

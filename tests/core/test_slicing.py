@@ -20,7 +20,7 @@ from tx8lab.core.grouping import is_compute, outline
 from tx8lab.core.ir import IdCounter, Module, Op, TensorType
 from tx8lab.core.ops import OPS
 from tx8lab.core.passes import build_pipeline
-from tx8lab.core.pipeline import run_pipeline
+from tx8lab.core.runner import run_pipeline
 from tx8lab.core.schedule.slicing import (
     STAGE_IC,
     STAGE_NH,

@@ -1,4 +1,4 @@
-"""sw-pipeline (tx8lab.core.schedule.pipeline): Repeat expansion, retraction, engine slots.
+"""sw-pipeline (tx8lab.core.schedule.sw_pipeline): Repeat expansion, retraction, engine slots.
 
 Golden timelines are in ``tests/golden_schedule/<case>.txt`` (``format_timeline`` output);
 rewrite them after a deliberate change with ``python -m tests.core.test_sw_pipeline``.
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tx8lab.core.schedule.pipeline import (
+from tx8lab.core.schedule.sw_pipeline import (
     engines_pipeline,
     expand,
     format_timeline,

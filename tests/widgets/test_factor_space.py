@@ -14,7 +14,8 @@ from tests.widgets.traces import trace_of
 from tx8lab.core import zoo
 from tx8lab.core.ir import Op
 from tx8lab.core.passes import build_pipeline
-from tx8lab.core.pipeline import Step, run_pipeline
+from tx8lab.core.passes.base import Step
+from tx8lab.core.runner import run_pipeline
 from tx8lab.core.schedule.search import SearchResult, run_stages, search_group
 from tx8lab.core.schedule.sharding import op_sharding_levels, output_ops
 from tx8lab.errors import Tx8labError

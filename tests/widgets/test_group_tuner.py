@@ -10,7 +10,8 @@ import pytest
 from tests.widgets.traces import trace_of
 from tx8lab.core import zoo
 from tx8lab.core.passes import build_pipeline
-from tx8lab.core.pipeline import Step, run_pipeline
+from tx8lab.core.passes.base import Step
+from tx8lab.core.runner import run_pipeline
 from tx8lab.core.schedule.search import run_stages
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import TX81

@@ -17,7 +17,7 @@ import pytest
 
 from tx8lab.core import zoo
 from tx8lab.core.passes import DEFAULT_PIPELINE, PASSES
-from tx8lab.core.pipeline import Explorer
+from tx8lab.core.runner import Explorer
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import TX81
 from tx8lab.widgets import GraphView, KnobPanel, PassStepper, knob_panel

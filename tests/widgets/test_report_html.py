@@ -15,8 +15,9 @@ from tx8lab import cli
 from tx8lab.core import zoo
 from tx8lab.core.ir import Module
 from tx8lab.core.passes import build_pipeline
-from tx8lab.core.pipeline import Step, run_pipeline
+from tx8lab.core.passes.base import Step
 from tx8lab.core.report import build_report
+from tx8lab.core.runner import run_pipeline
 from tx8lab.core.schedule.search import search_group
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import TX81

@@ -11,9 +11,10 @@ import pytest
 from tests.widgets.traces import trace_of
 from tx8lab.core import zoo
 from tx8lab.core.passes import build_pipeline
-from tx8lab.core.pipeline import Step, run_pipeline
+from tx8lab.core.passes.base import Step
+from tx8lab.core.runner import run_pipeline
 from tx8lab.core.schedule.lifetimes import spm_lifetimes
-from tx8lab.core.schedule.pipeline import step_bounds
+from tx8lab.core.schedule.sw_pipeline import step_bounds
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import TX81
 from tx8lab.widgets import (

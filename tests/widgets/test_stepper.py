@@ -8,7 +8,7 @@ from tests.widgets.traces import step_of, trace_of
 from tx8lab.core import Builder, zoo
 from tx8lab.core.grouping import outline
 from tx8lab.core.ir import TERMINATORS, IdCounter, Module
-from tx8lab.core.pipeline import Explorer
+from tx8lab.core.runner import Explorer
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import TX81
 from tx8lab.widgets import PassStepper, decisions_frame, graph_diff, ir_diff_html

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from tx8lab.core import zoo
 from tx8lab.core.passes import build_pipeline
-from tx8lab.core.pipeline import Step, run_pipeline
+from tx8lab.core.passes.base import Step
+from tx8lab.core.runner import run_pipeline
 from tx8lab.hw import TX81
 
 MODELS = ("tiny_cnn", "layout_align_demo", "tiny_transformer_block")

@@ -61,8 +61,8 @@ from tx8lab.core.grouping import is_compute
 from tx8lab.core.ir import TERMINATORS, Module, Op
 from tx8lab.core.ops import get_op_def
 from tx8lab.core.ops.registry import SliceShape
-from tx8lab.core.schedule.pipeline import Instance, expand, sw_pipeline
 from tx8lab.core.schedule.slicing import schedule_input
+from tx8lab.core.schedule.sw_pipeline import Instance, expand, sw_pipeline
 from tx8lab.core.schedule.tasks import (
     Buffer,
     Node,

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from tx8lab.core.ir import Module
-from tx8lab.core.pipeline import Step
+from tx8lab.core.passes.base import Step
 from tx8lab.hw.config import ChipConfig
 
 #: Version of the report layout; bump when a key changes meaning.

@@ -52,7 +52,7 @@ STACK_5K: dict[str, Any] = {
 
 def _pipelined(module: Module, passes: list[str] | None = None) -> Module:
     from tx8lab.core.passes import build_pipeline
-    from tx8lab.core.pipeline import run_pipeline
+    from tx8lab.core.runner import run_pipeline
     from tx8lab.hw import TX81
 
     steps = list(run_pipeline(module, build_pipeline(passes), TX81))
@@ -205,7 +205,7 @@ def tuner_figures(
 
     from tx8lab.core import zoo
     from tx8lab.core.passes import build_pipeline
-    from tx8lab.core.pipeline import run_pipeline
+    from tx8lab.core.runner import run_pipeline
     from tx8lab.errors import Tx8labError
     from tx8lab.hw import TX81
     from tx8lab.widgets.group_tuner import GroupTuner

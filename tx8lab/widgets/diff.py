@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from tx8lab.core.ir import TERMINATORS, Module, Op
-from tx8lab.core.pipeline import Decision
+from tx8lab.core.passes.base import Decision
 from tx8lab.widgets.overlays import DIFF_COLORS, Overlay, category_overlay
 
 ValueKey = tuple[int, int, bool]

@@ -57,7 +57,7 @@ from plotly.subplots import make_subplots
 
 from tx8lab.core.ir import Op
 from tx8lab.core.ops import get_op_def
-from tx8lab.core.pipeline import Step
+from tx8lab.core.passes.base import Step
 from tx8lab.core.schedule.search import (
     MODES,
     Candidate,

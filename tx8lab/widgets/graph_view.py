@@ -33,7 +33,7 @@ import anywidget
 import traitlets
 
 from tx8lab.core.ir import Module, Op
-from tx8lab.core.pipeline import Decision, Step
+from tx8lab.core.passes.base import Decision, Step
 from tx8lab.core.report import to_jsonable
 from tx8lab.errors import Tx8labError
 from tx8lab.widgets.graph_dot import (

@@ -2,7 +2,7 @@
 
 Spec: issue 7 item 7 ("a change re-runs only the downstream passes ... target <= 100 ms
 for a one-group re-estimate; measure and report"). :class:`KnobPanel` re-runs whole passes
-through the :class:`~tx8lab.core.pipeline.Explorer`: a group-cost knob re-schedules every
+through the :class:`~tx8lab.core.runner.Explorer`: a group-cost knob re-schedules every
 group of the model. The tuner is the scoped view: controls for the knobs that change one
 group's cost (group-cost's ``multi_buffer``, ``retract``, ``alloc``,
 ``alloc_time_limit_s``, ``search``, ``search_budget_s``; the hardware fields
@@ -70,8 +70,8 @@ import plotly.graph_objects as go
 import traitlets
 
 from tx8lab.core.ir import Op
+from tx8lab.core.passes.base import Knob, Step
 from tx8lab.core.passes.group_cost import GroupCost
-from tx8lab.core.pipeline import Knob, Step
 from tx8lab.core.report import to_jsonable
 from tx8lab.core.schedule.search import Candidate, Scheduled, SearchResult, run_stages, search_group
 from tx8lab.core.schedule.sharding import output_ops

@@ -2,10 +2,10 @@
 
 Spec: issue 7 item 7 and shared/reference/anchors-mission.md (9: "sliders re-run only
 downstream passes (cached), with a visible latency budget"). Every control is generated:
-one per :class:`~tx8lab.core.pipeline.Knob` of each pass in the pipeline (its type,
+one per :class:`~tx8lab.core.passes.base.Knob` of each pass in the pipeline (its type,
 choices and bounds) and one per chosen field of the
 :class:`~tx8lab.hw.config.ChipConfig` / :class:`~tx8lab.hw.config.TileConfig` (by the
-field's type). A change goes through the :class:`~tx8lab.core.pipeline.Explorer`, which
+field's type). A change goes through the :class:`~tx8lab.core.runner.Explorer`, which
 re-runs only the passes whose input or knobs changed, then every linked view is updated
 (a :class:`GraphView`, a :class:`PassStepper`, or any function of the Explorer). The
 panel shows which passes ran again, which came from the cache, and the measured times.
@@ -61,8 +61,10 @@ import ipywidgets
 import traitlets
 
 from tx8lab.core.ir import Module
-from tx8lab.core.pipeline import Explorer, Knob, Pass, PassResult, Step, resolve_passes
+from tx8lab.core.passes import resolve_passes
+from tx8lab.core.passes.base import Knob, Pass, PassResult, Step
 from tx8lab.core.report import to_jsonable
+from tx8lab.core.runner import Explorer
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig, TileConfig
 from tx8lab.widgets.graph_view import GraphView

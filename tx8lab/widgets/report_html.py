@@ -57,7 +57,7 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
 from tx8lab.core.ir import Module
-from tx8lab.core.pipeline import Step
+from tx8lab.core.passes.base import Step
 from tx8lab.core.schedule.search import SearchResult, search_group
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig

@@ -45,9 +45,9 @@ import plotly.graph_objects as go
 import traitlets
 from plotly.subplots import make_subplots
 
-from tx8lab.core.pipeline import Step
-from tx8lab.core.schedule.pipeline import step_bounds
+from tx8lab.core.passes.base import Step
 from tx8lab.core.schedule.spm_alloc import Allocation, allocate
+from tx8lab.core.schedule.sw_pipeline import step_bounds
 from tx8lab.core.schedule.tasks import Buffer, ScheduleInput, Timeline
 from tx8lab.errors import Tx8labError
 from tx8lab.widgets.overlays import PALETTE

@@ -32,7 +32,8 @@ import ipywidgets
 import traitlets
 
 from tx8lab.core.ir import Module
-from tx8lab.core.pipeline import Explorer, Pass, Step, run_pipeline
+from tx8lab.core.passes.base import Pass, Step
+from tx8lab.core.runner import Explorer, run_pipeline
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
 from tx8lab.widgets.diff import (
@@ -130,7 +131,7 @@ class PassStepper(ipywidgets.VBox):  # type: ignore[misc]
 
     @classmethod
     def from_explorer(cls, explorer: Explorer, **kwargs: Any) -> PassStepper:
-        """A stepper over an :class:`~tx8lab.core.pipeline.Explorer`'s current steps."""
+        """A stepper over an :class:`~tx8lab.core.runner.Explorer`'s current steps."""
         return cls(explorer.steps, **kwargs)
 
     @classmethod

@@ -34,9 +34,9 @@ import numpy as np
 import plotly.graph_objects as go
 import traitlets
 
-from tx8lab.core.pipeline import Step
-from tx8lab.core.schedule.pipeline import step_bounds
+from tx8lab.core.passes.base import Step
 from tx8lab.core.schedule.spm_alloc import Allocation
+from tx8lab.core.schedule.sw_pipeline import step_bounds
 from tx8lab.core.schedule.tasks import ENGINES, Buffer, Slot, Timeline
 from tx8lab.errors import Tx8labError
 from tx8lab.widgets.graph_view import GraphView

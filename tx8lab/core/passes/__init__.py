@@ -1,4 +1,4 @@
-"""The pass registry: ``PASSES`` (name -> pass class) and ``DEFAULT_PIPELINE``.
+"""The pass registry: ``PASSES`` (name -> pass class), ``DEFAULT_PIPELINE``, name resolution.
 
 Spec: DESIGN.md §5 and STYLE.md ("Registry"). Passes do not register themselves when
 imported; each is imported here and listed once. ``DEFAULT_PIPELINE`` names the passes
@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from tx8lab.core.passes.base import Pass
 from tx8lab.core.passes.codegen import Codegen
 from tx8lab.core.passes.const_norm import ConstNorm
 from tx8lab.core.passes.dce import DCE
@@ -31,7 +32,6 @@ from tx8lab.core.passes.layout_transmit import LayoutTransmit
 from tx8lab.core.passes.move_constant import MoveConstant
 from tx8lab.core.passes.opt_barrier import OptBarrier
 from tx8lab.core.passes.opt_ddr import OptDdr
-from tx8lab.core.pipeline import Pass, resolve_passes
 from tx8lab.errors import Tx8labError
 
 #: Pass name -> pass class (the only registry).
@@ -111,6 +111,67 @@ def build_pipeline(
     return resolve_passes([get_pass(n)() for n in chosen], overrides)
 
 
+def resolve_passes(
+    passes: Iterable[Pass | str], knobs: Mapping[str, Any] | Iterable[str] | None = None
+) -> list[Pass]:
+    """Pass instances for names or instances, with ``pass.knob`` overrides applied.
+
+    ``knobs`` maps ``"pass.knob"`` to a value (strings are parsed), or is a list of
+    ``"pass.knob=value"`` strings as the command line gives them. A knob set for a pass
+    name applies to every instance of that pass in the pipeline.
+    """
+    out: list[Pass] = []
+    for item in passes:
+        if isinstance(item, Pass):
+            out.append(item)
+        elif isinstance(item, str):
+            out.append(get_pass(item)())
+        else:
+            raise Tx8labError(f"pipeline entry {item!r} is neither a Pass nor a pass name")
+    for key, value in parse_knob_settings(knobs).items():
+        pass_name, knob_name = split_knob_key(key)
+        hits = [i for i, p in enumerate(out) if p.name == pass_name]
+        if not hits:
+            in_pipeline = ", ".join(p.name for p in out) or "none"
+            if pass_name not in PASSES:
+                known = ", ".join(PASSES)
+                raise Tx8labError(f"knob {key}: unknown pass {pass_name!r}; known passes: {known}")
+            raise Tx8labError(
+                f"knob {key}: pass {pass_name!r} is not in the pipeline ({in_pipeline})"
+            )
+        for i in hits:
+            out[i] = out[i].with_knobs(**{knob_name: value})
+    return out
+
+
+def split_knob_key(key: str) -> tuple[str, str]:
+    """``"fold-constants.max_bytes"`` -> ``("fold-constants", "max_bytes")``."""
+    pass_name, dot, knob_name = key.strip().rpartition(".")
+    if not dot or not pass_name or not knob_name:
+        raise Tx8labError(
+            f"knob {key!r} is not <pass>.<knob>: write e.g. fold-constants.max_bytes=4096"
+        )
+    return pass_name, knob_name
+
+
+def parse_knob_settings(knobs: Mapping[str, Any] | Iterable[str] | None) -> dict[str, Any]:
+    """``{"pass.knob": value}`` from a mapping or from ``"pass.knob=value"`` strings."""
+    if knobs is None:
+        return {}
+    if isinstance(knobs, Mapping):
+        return dict(knobs)
+    out: dict[str, Any] = {}
+    for text in knobs:
+        key, eq, value = str(text).partition("=")
+        if not eq or not key.strip():
+            raise Tx8labError(
+                f"knob setting {text!r} is not pass.knob=value: write e.g. "
+                "fold-constants.max_bytes=4096"
+            )
+        out[key.strip()] = value.strip()
+    return out
+
+
 def describe_passes() -> list[str]:
     """One line per registered pass with its knobs, for ``--help`` texts."""
     lines = []
@@ -142,4 +203,7 @@ __all__ = [
     "build_pipeline",
     "describe_passes",
     "get_pass",
+    "parse_knob_settings",
+    "resolve_passes",
+    "split_knob_key",
 ]

@@ -31,7 +31,7 @@ from typing import ClassVar
 
 from tx8lab.core.codegen import CodegenCache, groups_c, main_c
 from tx8lab.core.ir import Module
-from tx8lab.core.pipeline import Pass, PassResult, Step
+from tx8lab.core.passes.base import Pass, PassResult, Step
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from tx8lab.core.ir import TERMINATORS, Block, Module, Op
-from tx8lab.core.pipeline import Decision, Pass, PassResult, knob
+from tx8lab.core.passes.base import Decision, Pass, PassResult, knob
 from tx8lab.hw.config import ChipConfig
 
 #: Op kinds that act on the world besides defining their results.

@@ -35,7 +35,7 @@ from tx8lab.core.attrs import RandomInit
 from tx8lab.core.dtypes import bits_of, round_to
 from tx8lab.core.ir import TERMINATORS, Block, IdCounter, Module, Op, Value, make_op
 from tx8lab.core.ops.registry import Array
-from tx8lab.core.pipeline import Decision, Pass, PassResult, knob
+from tx8lab.core.passes.base import Decision, Pass, PassResult, knob
 from tx8lab.hw.config import ChipConfig
 
 #: Op families never folded: they move data or hold regions.

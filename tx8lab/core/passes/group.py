@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from tx8lab.core.ir import Module
-from tx8lab.core.pipeline import Pass, PassResult, knob
+from tx8lab.core.passes.base import Pass, PassResult, knob
 from tx8lab.hw.config import ChipConfig
 
 #: strategy -> the pass that does the grouping

@@ -23,7 +23,7 @@ For each top-level ``tx8be.Group``, in program order:
    the largest parallel dim over the tiles, then split in time until the group fits);
 2. :func:`~tx8lab.core.schedule.slicing.schedule_input` (the init pipeline with Repeat
    nodes and buffers, task cycles from the tile cost model);
-3. :func:`~tx8lab.core.schedule.pipeline.sw_pipeline` (retraction, engine slots);
+3. :func:`~tx8lab.core.schedule.sw_pipeline.sw_pipeline` (retraction, engine slots);
 4. :func:`~tx8lab.core.schedule.lifetimes.spm_lifetimes` (buffer-life + buffer-merge);
 5. :func:`~tx8lab.core.schedule.spm_alloc.allocate` into the tile's usable SPM;
 6. :func:`~tx8lab.core.schedule.estimate.estimate_group`.
@@ -88,8 +88,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tx8lab.core.ir import Block, Module, Op
+from tx8lab.core.passes.base import Decision, Pass, PassResult, knob
 from tx8lab.core.passes.group_ldst import TAG_DDR
-from tx8lab.core.pipeline import Decision, Pass, PassResult, knob
 from tx8lab.core.schedule.estimate import GroupEstimate
 from tx8lab.core.schedule.search import MODES, SearchResult, TemplateCache
 from tx8lab.core.schedule.sharding import ChipCut
@@ -341,10 +341,10 @@ class GroupCost(Pass):
         """
         from tx8lab.core.schedule.estimate import estimate_group
         from tx8lab.core.schedule.lifetimes import spm_lifetimes
-        from tx8lab.core.schedule.pipeline import sw_pipeline
         from tx8lab.core.schedule.search import run_stages, search_group
         from tx8lab.core.schedule.slicing import default_schedule, unsplit_strategy
         from tx8lab.core.schedule.spm_alloc import allocate
+        from tx8lab.core.schedule.sw_pipeline import sw_pipeline
 
         found: SearchResult | None = None
         evaluated, size = 1, 1
@@ -570,8 +570,8 @@ class _Stages:
         if group_id not in self._todo:
             raise KeyError(group_id)
         from tx8lab.core.schedule.lifetimes import spm_lifetimes
-        from tx8lab.core.schedule.pipeline import sw_pipeline
         from tx8lab.core.schedule.slicing import schedule_input
+        from tx8lab.core.schedule.sw_pipeline import sw_pipeline
 
         group, strategy, template, offsets = self._todo.pop(group_id)
         owner = self._owner

@@ -98,7 +98,7 @@ from typing import Any, ClassVar
 
 from tx8lab.core.grouping import group_members, is_compute, outline
 from tx8lab.core.ir import TERMINATORS, Function, IdCounter, Module, Op, full_kind
-from tx8lab.core.pipeline import Decision, Pass, PassResult, knob
+from tx8lab.core.passes.base import Decision, Pass, PassResult, knob
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
 

@@ -46,7 +46,7 @@ from tx8lab.core.attrs import DevInfo, LayoutMode
 from tx8lab.core.ir import Block, Function, IdCounter, Module, Op, Value
 from tx8lab.core.layout_str import op_layouts
 from tx8lab.core.ops.registry import OpAttr
-from tx8lab.core.pipeline import Decision, Pass, PassResult
+from tx8lab.core.passes.base import Decision, Pass, PassResult
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tx8lab.core.ir import Module
-from tx8lab.core.pipeline import Decision, Pass, PassResult
+from tx8lab.core.passes.base import Decision, Pass, PassResult
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
 

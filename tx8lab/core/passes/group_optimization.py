@@ -50,7 +50,7 @@ from tx8lab.core.ir import (
     Value,
     remap_operands,
 )
-from tx8lab.core.pipeline import Decision, Pass, PassResult, knob
+from tx8lab.core.passes.base import Decision, Pass, PassResult, knob
 from tx8lab.hw.config import ChipConfig
 
 ValueKey = tuple[int, int, bool]

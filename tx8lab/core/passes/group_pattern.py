@@ -74,7 +74,7 @@ from tx8lab.core.group_automaton import (
 )
 from tx8lab.core.grouping import is_compute, outline
 from tx8lab.core.ir import Function, IdCounter, Module, Op
-from tx8lab.core.pipeline import Decision, Pass, PassResult, knob
+from tx8lab.core.passes.base import Decision, Pass, PassResult, knob
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
 

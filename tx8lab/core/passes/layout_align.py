@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 from tx8lab.core.attrs import AlignMode, DevInfo, LayoutMode
 from tx8lab.core.ir import TERMINATORS, Function, IdCounter, Module, Op, Value, make_op
 from tx8lab.core.layouts import layout_for
-from tx8lab.core.pipeline import Decision, Pass, PassResult, knob
+from tx8lab.core.passes.base import Decision, Pass, PassResult, knob
 from tx8lab.hw.config import ChipConfig
 
 if TYPE_CHECKING:

@@ -30,7 +30,7 @@ from typing import ClassVar
 
 from tx8lab.core.ir import TERMINATORS, Module, Op
 from tx8lab.core.layout_str import UNKNOWN, op_layouts, set_layout_strs
-from tx8lab.core.pipeline import Decision, Pass, PassResult
+from tx8lab.core.passes.base import Decision, Pass, PassResult
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
 

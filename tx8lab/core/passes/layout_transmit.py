@@ -54,7 +54,7 @@ from tx8lab.core.layout_str import (
     tensor_layout,
 )
 from tx8lab.core.ops.registry import OpDef
-from tx8lab.core.pipeline import Decision, Pass, PassResult, knob
+from tx8lab.core.passes.base import Decision, Pass, PassResult, knob
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
 

@@ -62,7 +62,7 @@ from tx8lab.core.constants import (
     default_threshold_bytes,
 )
 from tx8lab.core.ir import TERMINATORS, Block, IdCounter, Module, Op, Value, make_op
-from tx8lab.core.pipeline import Decision, Pass, PassResult, knob
+from tx8lab.core.passes.base import Decision, Pass, PassResult, knob
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
 

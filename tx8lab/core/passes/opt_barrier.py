@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from tx8lab.core.ir import TERMINATORS, Function, Module, Op
-from tx8lab.core.pipeline import Decision, Pass, PassResult, knob
+from tx8lab.core.passes.base import Decision, Pass, PassResult, knob
 from tx8lab.hw.config import ChipConfig
 
 ValueKey = tuple[int, int, bool]

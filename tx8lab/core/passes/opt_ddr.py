@@ -53,8 +53,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from tx8lab.core.attrs import DevInfo, LayoutMode, RandomInit
 from tx8lab.core.ir import Function, Module, Op, TensorType, Value
 from tx8lab.core.layouts import geometry
+from tx8lab.core.passes.base import Decision, Pass, PassResult, knob
 from tx8lab.core.passes.group_ldst import value_name
-from tx8lab.core.pipeline import Decision, Pass, PassResult, knob
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
 

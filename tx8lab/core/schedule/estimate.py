@@ -9,7 +9,7 @@ with ``need_barrier``.
 Readings chosen where the spec is vague:
 
 - **Makespan, not the busiest engine.** In the lockstep pipeline (see
-  :mod:`~tx8lab.core.schedule.pipeline`) engines wait for each step's longest task, so
+  :mod:`~tx8lab.core.schedule.sw_pipeline`) engines wait for each step's longest task, so
   the makespan is at least the busiest engine's busy time (DESIGN's "max over engines")
   and is what the group costs. Issue overheads are inside each task's cycles (the tile
   cost model adds them), so they are not added again.
@@ -126,7 +126,7 @@ def estimate_tile(timeline: Timeline) -> TileEstimate:
     """Busy time, utilization and limiting engines of one tile's timeline.
 
     Examples:
-        >>> from tx8lab.core.schedule.pipeline import sw_pipeline
+        >>> from tx8lab.core.schedule.sw_pipeline import sw_pipeline
         >>> from tx8lab.core.schedule.tasks import Buffer, Repeat, ScheduleInput, Task
         >>> body = (Task("ld:x", 0, "ld", 10, writes=("x",)),
         ...         Task("ne:y", 1, "ne", 30, reads=("x",), writes=("y",)),
@@ -273,7 +273,7 @@ def explain(
     """The group's estimate as text: cycles, engines, the limiting engine, the costly tasks.
 
     Examples:
-        >>> from tx8lab.core.schedule.pipeline import sw_pipeline
+        >>> from tx8lab.core.schedule.sw_pipeline import sw_pipeline
         >>> from tx8lab.core.schedule.tasks import Buffer, ScheduleInput, Task
         >>> inp = ScheduleInput(2, (Task("ld:x", 0, "ld", 10, writes=("x",)),
         ...                         Task("st:x", 0, "st", 4, reads=("x",))),

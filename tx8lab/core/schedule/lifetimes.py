@@ -17,7 +17,7 @@ Readings chosen where the seed is vague:
   consumer's step.
 - **Labels (the seed's BufferLabel).** A label is one memory: a value's *generation*
   (a fresh write and the in-place writes and psum updates that reuse its memory, see
-  :mod:`~tx8lab.core.schedule.pipeline`). Its id is the root buffer's id, ``"%7"``, when
+  :mod:`~tx8lab.core.schedule.sw_pipeline`). Its id is the root buffer's id, ``"%7"``, when
   the buffer is written fresh once, else ``"%7@g"`` for the g-th fresh write (with
   ``multi_buffer=2`` iteration i and i+1 are ``"%7@i"`` and ``"%7@i+1"``, distinct
   lifetimes that overlap in time; with ``multi_buffer=1`` the pipeline keeps them
@@ -48,7 +48,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from tx8lab.core.schedule.pipeline import expand
+from tx8lab.core.schedule.sw_pipeline import expand
 from tx8lab.core.schedule.tasks import Lifetime, ScheduleInput, Timeline
 from tx8lab.errors import Tx8labError
 
@@ -57,7 +57,7 @@ def buffer_life(timeline: Timeline, inp: ScheduleInput) -> list[Lifetime]:
     """The seed's raw lifetime intervals (SA_BufferLifePass), in program order.
 
     Examples:
-        >>> from tx8lab.core.schedule.pipeline import sw_pipeline
+        >>> from tx8lab.core.schedule.sw_pipeline import sw_pipeline
         >>> from tx8lab.core.schedule.tasks import Buffer, ScheduleInput, Task
         >>> inp = ScheduleInput(0, (Task("ld", 0, "ld", 5, writes=("x",)),
         ...                         Task("ct", 1, "ct", 5, reads=("x",), writes=("y",)),

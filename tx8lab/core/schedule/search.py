@@ -97,7 +97,6 @@ from tx8lab.core.ir import TERMINATORS, Op
 from tx8lab.core.ops import get_op_def
 from tx8lab.core.schedule.estimate import GroupEstimate, estimate_group
 from tx8lab.core.schedule.lifetimes import spm_lifetimes
-from tx8lab.core.schedule.pipeline import sw_pipeline
 from tx8lab.core.schedule.sharding import (
     ChipCut,
     ShardingLevel,
@@ -119,6 +118,7 @@ from tx8lab.core.schedule.slicing import (
     schedule_input,
 )
 from tx8lab.core.schedule.spm_alloc import Allocation, allocate
+from tx8lab.core.schedule.sw_pipeline import sw_pipeline
 from tx8lab.core.schedule.tasks import OpStrategy, ScheduleInput, Strategy
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig

@@ -42,7 +42,7 @@ AGREEMENT_MODELS: tuple[str, ...] = (
 
 def _run(module: Module, hw: ChipConfig, *settings: str) -> tuple[list[Any], float]:
     from tx8lab.core.passes import build_pipeline
-    from tx8lab.core.pipeline import run_pipeline
+    from tx8lab.core.runner import run_pipeline
 
     start = time.perf_counter()
     steps = list(run_pipeline(module, build_pipeline(None, list(settings)), hw))
@@ -81,7 +81,7 @@ def distinct_groups(module: Module, hw: ChipConfig) -> list[Op]:
 
     before = list(DEFAULT_PIPELINE[: DEFAULT_PIPELINE.index("group-cost")])
     from tx8lab.core.passes import build_pipeline
-    from tx8lab.core.pipeline import run_pipeline
+    from tx8lab.core.runner import run_pipeline
 
     steps = list(run_pipeline(module, build_pipeline(before), hw))
     grouped = steps[-1].after if steps else module

@@ -927,7 +927,7 @@ def cost_figures(hw: ChipConfig | None = None) -> list[dict[str, Any]]:
     """
     from tx8lab.core.ir import Builder
     from tx8lab.core.passes import build_pipeline
-    from tx8lab.core.pipeline import run_pipeline
+    from tx8lab.core.runner import run_pipeline
     from tx8lab.hw.presets import TX81
 
     chip = hw or TX81

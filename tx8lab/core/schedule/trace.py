@@ -55,7 +55,7 @@ def timeline_events(
     """Complete (``"X"``) events for every slot of ``timeline``, shifted by ``offset_cycles``.
 
     Examples:
-        >>> from tx8lab.core.schedule.pipeline import sw_pipeline
+        >>> from tx8lab.core.schedule.sw_pipeline import sw_pipeline
         >>> from tx8lab.core.schedule.tasks import Buffer, ScheduleInput, Task
         >>> inp = ScheduleInput(1, (Task("ld:x", 0, "ld", 500, writes=("x",)),),
         ...                     {"x": Buffer("x", 0, 64)})

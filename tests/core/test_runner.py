@@ -9,15 +9,8 @@ import pytest
 
 from tx8lab.core.ir import Block, Builder, Function, Module, Op
 from tx8lab.core.passes import DEFAULT_PIPELINE, PASSES, build_pipeline
-from tx8lab.core.pipeline import (
-    Decision,
-    Explorer,
-    Pass,
-    PassResult,
-    Step,
-    knob,
-    run_pipeline,
-)
+from tx8lab.core.passes.base import Decision, Pass, PassResult, Step, knob
+from tx8lab.core.runner import Explorer, run_pipeline
 from tx8lab.core.text import print_module
 from tx8lab.core.zoo import build
 from tx8lab.errors import Tx8labError
@@ -307,7 +300,7 @@ def test_explorer_reruns_only_from_the_changed_pass() -> None:
 def test_explorer_compares_modules_once_per_cached_result(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import tx8lab.core.pipeline as pipeline
+    import tx8lab.core.passes.base as pipeline
 
     calls: list[int] = []
     real = pipeline.same_module
