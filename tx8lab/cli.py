@@ -268,7 +268,7 @@ def _write_trace(path: str, steps: Sequence[Any], hw: Any) -> None:
             "(check --passes / --until)"
         )
     artifacts = cost.result.artifacts
-    timelines = [artifacts["timelines"][entry["id"]] for entry in artifacts["groups"]]
+    timelines = [artifacts["runs"][entry["id"]].timeline for entry in artifacts["groups"]]
     write_trace(model_trace(timelines, hw, need_barrier=artifacts["need_barrier"]), path)
 
 

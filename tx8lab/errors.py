@@ -9,3 +9,20 @@ from __future__ import annotations
 
 class Tx8labError(ValueError):
     """Bad input to tx8lab: a malformed module, an unsupported op, a knob out of range."""
+
+
+class SpmOverflow(Tx8labError):
+    """A group's buffers do not fit in the tile's usable SPM.
+
+    Raised by slicing (the live bytes of the smallest split still exceed the SPM) and by
+    the allocator (no packing within the capacity); the search counts it as a candidate's
+    ``spm-overflow`` status.
+    """
+
+    def __init__(self, message: str, *, needed_bytes: int, available_bytes: int) -> None:
+        super().__init__(message)
+        self.needed_bytes = needed_bytes
+        """Bytes the buffers take: live bytes at once, or the height of the best packing
+        found (a packing can fail on fragmentation with ``needed_bytes`` below the SPM)."""
+        self.available_bytes = available_bytes
+        """The usable SPM (capacity) the buffers had to fit in."""

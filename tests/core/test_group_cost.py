@@ -47,8 +47,8 @@ def test_every_group_of_every_zoo_model_is_scheduled(name: str) -> None:
         # the makespan is at least the busiest engine's time
         assert entry["cycles"] >= max(entry["engine_busy_cycles"].values())
     # the allocations are valid packings
-    for allocation in step.result.artifacts["allocations"].values():
-        assert find_conflicts(allocation.lifetimes, allocation.offsets) == []
+    for run in step.result.artifacts["runs"].values():
+        assert find_conflicts(run.allocation.lifetimes, run.allocation.offsets) == []
     model = step.result.artifacts["model"]
     assert model.total_cycles == sum(e["cycles"] for e in entries) + (
         model.barrier_cycles * len(entries)
@@ -178,10 +178,8 @@ def test_template_hits_reuse_the_schedule_and_compute_their_stages_on_demand() -
     hits = [e for e in entries if e["template_hit"]]
     assert hits, "two identical layers give template hits"
     assert step.stats["template_hits"] == len(hits)
-    timelines = step.result.artifacts["timelines"]
-    allocations = step.result.artifacts["allocations"]
-    inputs = step.result.artifacts["schedule_inputs"]
-    assert list(timelines) == [e["id"] for e in entries]
+    runs = step.result.artifacts["runs"]
+    assert list(runs) == [e["id"] for e in entries]
     model = step.result.artifacts["model"]
     assert [g.group_id for g in model.groups] == [e["id"] for e in entries]
     for e in hits[:3]:
@@ -193,16 +191,20 @@ def test_template_hits_reuse_the_schedule_and_compute_their_stages_on_demand() -
             template["loops"],
         )
         # the hit's own stages, scheduled when first read, name its own ops and agree
-        timeline = timelines[e["id"]]
-        assert timeline.group_id == inputs[e["id"]].group_id == e["id"]
-        assert timeline.makespan == e["cycles"]
+        run = runs[e["id"]]
+        timeline = run.timeline
+        assert timeline.group_id == run.input.group_id == e["id"]
+        assert timeline.makespan == e["cycles"] == run.estimate.cycles
         assert {t.op_id for t in timeline.tasks.values()} >= {int(k) for k in e["sharding"]}
-        assert allocations[e["id"]].peak == e["spm_peak_bytes"]
+        assert run.allocation.peak == e["spm_peak_bytes"]
+        # its spm-alloc record is the template's packing, not a new allocation
+        assert run.record("spm-alloc").wall_s == 0.0
+        assert f"%{e['template_of']}" in run.record("spm-alloc").decisions[0]
         assert f"%{e['template_of']}" in next(
             d.reason for d in step.result.decisions if d.op_id == e["id"]
         )
     with pytest.raises(KeyError):
-        timelines[10**9]
+        runs[10**9]
 
 
 def test_progress_bar_on_stderr_when_asked(capsys: pytest.CaptureFixture[str]) -> None:
@@ -223,7 +225,7 @@ def test_group_tag_2_is_neither_split_nor_searched(monkeypatch: pytest.MonkeyPat
     from tx8lab.core import Builder
     from tx8lab.core.ops import OPS
     from tx8lab.core.ops.registry import OpAttr
-    from tx8lab.core.passes.group_ldst import TAG_DDR
+    from tx8lab.core.attrs import TAG_DDR
 
     reshape = OPS["tx8be.Reshape"]
     monkeypatch.setattr(
@@ -319,7 +321,7 @@ def test_the_schedule_is_written_into_the_ir_and_survives_print_and_parse() -> N
     module = _grouped("llama_decoder", layers=2)
     step = _cost(module)
     entries = {e["id"]: e for e in step.result.artifacts["groups"]}
-    allocations = step.result.artifacts["allocations"]
+    allocations = {g: run.allocation for g, run in step.result.artifacts["runs"].items()}
     for group in (op for op in step.after.main.ops if op.kind == "tx8be.Group"):
         e = entries[group.id]
         assert group.attrs["spm_alloc_size"] == e["spm_peak_bytes"]

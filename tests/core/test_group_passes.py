@@ -27,7 +27,8 @@ from tx8lab.core.layout_str import op_layouts
 from tx8lab.core.ops import OPS
 from tx8lab.core.ops.registry import OpAttr
 from tx8lab.core.passes import PASSES, build_pipeline
-from tx8lab.core.passes.group_ldst import TAG_DDR, TAG_SPLIT, GroupLdSt
+from tx8lab.core.attrs import TAG_DDR, TAG_SPLIT
+from tx8lab.core.passes.group_ldst import GroupLdSt
 from tx8lab.core.passes.group_mapping import TILE_DX, TILE_DY, GroupMapping
 from tx8lab.core.passes.group_optimization import GroupOptimization
 from tx8lab.core.passes.opt_barrier import OptBarrier, group_layers

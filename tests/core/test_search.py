@@ -9,13 +9,12 @@ from tx8lab.core.ir import Module, Op
 from tx8lab.core.passes import DEFAULT_PIPELINE, build_pipeline
 from tx8lab.core.runner import run_pipeline
 from tx8lab.core.schedule.search import (
-    TemplateCache,
     iter_search,
     pareto_front,
     search_group,
     space_size,
-    template_key,
 )
+from tx8lab.core.schedule.template_cache import TemplateCache, template_key
 from tx8lab.core.schedule.slicing import default_strategy
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import TX81

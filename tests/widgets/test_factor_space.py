@@ -16,7 +16,8 @@ from tx8lab.core.ir import Op
 from tx8lab.core.passes import build_pipeline
 from tx8lab.core.passes.base import Step
 from tx8lab.core.runner import run_pipeline
-from tx8lab.core.schedule.search import SearchResult, run_stages, search_group
+from tx8lab.core.schedule.search import SearchResult, search_group
+from tx8lab.core.schedule.stages import run_group
 from tx8lab.core.schedule.sharding import op_sharding_levels, output_ops
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import TX81
@@ -332,7 +333,7 @@ def test_template_cache_hit_is_searched_again() -> None:
     assert view.result.mode == "search"
     assert view.result.best is not None
     strategy = arts["strategies"][hits[0]]
-    cycles = run_stages(view.group, strategy, TX81).estimate.cycles
+    cycles = run_group(view.group, strategy, TX81).estimate.cycles
     assert view.result.best.cycles == cycles
 
 

@@ -12,7 +12,7 @@ from tx8lab.core import zoo
 from tx8lab.core.passes import build_pipeline
 from tx8lab.core.passes.base import Step
 from tx8lab.core.runner import run_pipeline
-from tx8lab.core.schedule.search import run_stages
+from tx8lab.core.schedule.stages import StageSettings, run_group
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import TX81
 from tx8lab.widgets import GroupTuner
@@ -112,8 +112,8 @@ def test_multi_buffer_and_retract_change_a_looping_group(tuner: GroupTuner) -> N
     tuner.set("group-cost.multi_buffer", 1)
     assert tuner.cycles > double  # no double buffering: loads no longer overlap compute
     # the same numbers as the core stages with the same arguments
-    again = run_stages(
-        tuner.group, tuner.scheduled.strategy, tuner.hw, multi_buffer=1, alloc="best"
+    again = run_group(
+        tuner.group, tuner.scheduled.strategy, tuner.hw, StageSettings(multi_buffer=1, alloc="best")
     )
     assert again.estimate.cycles == tuner.cycles
     tuner.set("group-cost.multi_buffer", 2)

@@ -44,7 +44,7 @@ def _resnet() -> list[Step]:
 def _looping_group(steps: list[Step]) -> int:
     """The group with a Repeat whose timeline has the most slots."""
     gc = next(s for s in steps if s.name == "group-cost")
-    timelines = gc.result.artifacts["timelines"]
+    timelines = {g: run.timeline for g, run in gc.result.artifacts["runs"].items()}
     looping = [g for g, t in timelines.items() if any(s.iteration for s in t.slots)]
     assert looping, "resnet50 batch 8 should have groups with loops"
     group: int = max(looping, key=lambda g: len(timelines[g].slots))
@@ -207,7 +207,7 @@ def test_an_allocator_that_does_not_fit_is_drawn_over_the_capacity() -> None:
     gc = next(s for s in steps if s.name == "group-cost")
     capacity = TX81.tile.spm_usable_bytes
     overflowing = []
-    for group in gc.result.artifacts["timelines"]:
+    for group in gc.result.artifacts["runs"]:
         allocs = compare_allocations(group_schedule(gc, group).allocation, time_limit_s=0.2)
         if allocs["seed"].peak_bytes > capacity:
             overflowing.append((group, allocs))

@@ -27,6 +27,12 @@ import numpy.typing as npt
 from tx8lab.core.dtypes import round_to
 
 
+#: group_tag of a group whose data pass through SPM (the sharding search splits it).
+TAG_SPLIT = 0
+#: group_tag of a group that neither loads nor stores (all its ops work on DDR).
+TAG_DDR = 2
+
+
 class LayoutMode(enum.Enum):
     """Memory layout of a tensor on the chip (seed 001, "Tensor Layout")."""
 

@@ -61,8 +61,8 @@ from tx8lab.core.grouping import is_compute
 from tx8lab.core.ir import TERMINATORS, Module, Op
 from tx8lab.core.ops import get_op_def
 from tx8lab.core.ops.registry import SliceShape
-from tx8lab.core.schedule.slicing import schedule_input
-from tx8lab.core.schedule.sw_pipeline import Instance, expand, sw_pipeline
+from tx8lab.core.schedule.stages import StageSettings, run_group
+from tx8lab.core.schedule.sw_pipeline import Instance, expand
 from tx8lab.core.schedule.tasks import (
     Buffer,
     Node,
@@ -146,12 +146,16 @@ def strategy_of(group: Op) -> Strategy:
 
 
 def group_schedule(group: Op, hw: ChipConfig) -> tuple[Strategy, ScheduleInput, Timeline]:
-    """Strategy, init pipeline and timeline of a scheduled group, from the IR alone."""
+    """Strategy, init pipeline and timeline of a scheduled group, from the IR alone.
+
+    The recorded group pipeline up to sw-pipeline; the SPM offsets come from the IR.
+    """
     strategy = strategy_of(group)
-    mb = strategy.multi_buffer
-    si = schedule_input(group, strategy, hw, multi_buffer=mb)
-    timeline = sw_pipeline(si, retract=bool(group.attrs.get("retract", True)), multi_buffer=mb)
-    return strategy, si, timeline
+    settings = StageSettings(
+        multi_buffer=strategy.multi_buffer, retract=bool(group.attrs.get("retract", True))
+    )
+    run = run_group(group, strategy, hw, settings, until="sw-pipeline")
+    return strategy, run.input, run.timeline
 
 
 @dataclass
@@ -530,7 +534,7 @@ def _buffer_order(si: ScheduleInput) -> Any:
 def structure_key(group: Op) -> tuple[Any, ...]:
     """The group's text up to ids: body structure and the schedule attributes.
 
-    Like ``tx8lab.core.schedule.search.template_key`` but without DDR addresses, plus the
+    Like ``tx8lab.core.schedule.template_cache.template_key`` but without DDR addresses, plus the
     group attributes the text shows and ``spm_offsets`` with op ids replaced by positions.
     """
     body = list(group.regions[0].ops)

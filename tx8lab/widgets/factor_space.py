@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import ast
 import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,9 +61,7 @@ from tx8lab.core.passes.base import Step
 from tx8lab.core.schedule.search import (
     MODES,
     Candidate,
-    Scheduled,
     SearchResult,
-    run_stages,
     search_group,
 )
 from tx8lab.core.schedule.sharding import (
@@ -77,10 +75,10 @@ from tx8lab.core.schedule.sharding import (
     split_try_rows,
 )
 from tx8lab.core.schedule.slicing import group_tile_budget
+from tx8lab.core.schedule.stages import GroupRun
 from tx8lab.core.schedule.tasks import OpStrategy
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
-from tx8lab.hw.presets import DEFAULT_PRESET, get_preset
 from tx8lab.widgets.overlays import PALETTE
 from tx8lab.widgets.spm_gantt import cost_step
 from tx8lab.widgets.timeline import timeline_figure
@@ -464,7 +462,6 @@ class FactorSpaceView(ipywidgets.VBox):  # type: ignore[misc]
         """The search shown (Python only)."""
         self.retract = retract
         """The sw-pipeline retraction used for a candidate's timeline (Python only)."""
-        self._scheduled: dict[int, Scheduled] = {}
         self.figure = go.FigureWidget(factor_space_figure(result))
         """The live figure (a ``go.FigureWidget``)."""
         for trace in self.figure.data:
@@ -559,20 +556,15 @@ class FactorSpaceView(ipywidgets.VBox):  # type: ignore[misc]
 
     # ------------------------------------------------------------ views
 
-    def scheduled(self, index: int | None = None) -> Scheduled | None:
-        """Every stage's output for candidate ``index`` (default: selected); None if not OK."""
+    def scheduled(self, index: int | None = None) -> GroupRun | None:
+        """The recorded stages of candidate ``index`` (default: selected); None if not OK.
+
+        The search kept every OK candidate's run, so nothing is scheduled again here.
+        """
         cand = _candidate(self.result, self.selected if index is None else index)
-        if cand.strategy is None or cand.status != "OK":
+        if cand.status != "OK":
             return None
-        if cand.index not in self._scheduled:
-            self._scheduled[cand.index] = run_stages(
-                self.group,
-                cand.strategy,
-                self.hw,
-                retract=self.retract,
-                multi_buffer=cand.strategy.multi_buffer,
-            )
-        return self._scheduled[cand.index]
+        return cand.run
 
     def split_frame(self) -> pd.DataFrame:
         """:func:`split_frame` of the selected candidate."""
@@ -666,23 +658,34 @@ class FactorSpaceView(ipywidgets.VBox):  # type: ignore[misc]
 
 @dataclass(frozen=True)
 class RecordedGroup:
-    """A group of a group-cost step with its recorded strategy re-run (:func:`recorded_group`)."""
+    """A group of a group-cost step with the run the step recorded (:func:`recorded_group`)."""
 
     step: Step
     group: Op
     hw: ChipConfig
-    scheduled: Scheduled
-    """The stages of the run's strategy on ``hw`` (they give the recorded cycles)."""
+    scheduled: GroupRun
+    """The stages of the run's strategy as group-cost recorded them."""
+
+
+def _hw_diff(a: Mapping[str, Any], b: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """Dotted names of the fields where two ``ChipConfig.to_dict()`` differ."""
+    out: list[str] = []
+    for key in sorted(set(a) | set(b)):
+        x, y = a.get(key), b.get(key)
+        if isinstance(x, Mapping) and isinstance(y, Mapping):
+            out += _hw_diff(x, y, f"{prefix}{key}.")
+        elif x != y:
+            out.append(f"{prefix}{key}")
+    return out
 
 
 def recorded_group(
     step: Step | Sequence[Step], group_id: int | None, hw: ChipConfig | None, who: str
 ) -> RecordedGroup:
-    """A group of a group-cost step (default: the costliest), checked against ``hw``.
+    """A group of a group-cost step (default: the costliest) and its recorded run.
 
-    ``hw`` (default: the default preset) must be the run's: the recorded strategy re-run
-    with the run's knobs gives the recorded cycles, else an error asks for it. Errors
-    name ``who`` (the view being built).
+    ``hw`` (default: the run's) must be the hardware the run used, else an error asks for
+    it. Errors name ``who`` (the view being built).
 
     Raises:
         Tx8labError: not a group-cost step or trace, no group, an unknown ``group_id``,
@@ -701,29 +704,14 @@ def recorded_group(
         raise Tx8labError(
             f"{who}: %{group_id} is not a group of the group-cost step; groups: {known}"
         )
-    chip = hw if hw is not None else get_preset(DEFAULT_PRESET)
-    knobs = found.knobs
-    recorded = int(entries[group_id]["cycles"])
-    sched: Scheduled | None = None
-    try:
-        sched = run_stages(
-            groups[group_id],
-            arts["strategies"][group_id],
-            chip,
-            retract=bool(knobs["retract"]),
-            multi_buffer=int(knobs["multi_buffer"]),
-            alloc=str(knobs["alloc"]),
-            alloc_time_limit_s=float(knobs["alloc_time_limit_s"]),
-        )
-        why = f"{sched.estimate.cycles} cycles"
-    except Tx8labError as exc:
-        why = str(exc)
-    if sched is None or sched.estimate.cycles != recorded:
+    ran_on: ChipConfig = arts["hw"]
+    if hw is not None and hw != ran_on:
         raise Tx8labError(
-            f"{who}: group %{group_id} took {recorded} cycles in the run but gives "
-            f"{why[:200]} on hw {chip.name!r}; pass the hw the run used"
+            f"{who}: group-cost ran on hw {ran_on.name!r}, not on the hw given "
+            f"({hw.name!r}; differs in {', '.join(_hw_diff(ran_on.to_dict(), hw.to_dict()))});"
+            " pass the hw the run used, or none"
         )
-    return RecordedGroup(found, groups[group_id], chip, sched)
+    return RecordedGroup(found, groups[group_id], ran_on, arts["runs"][group_id])
 
 
 __all__ = [

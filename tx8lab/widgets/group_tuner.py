@@ -73,9 +73,9 @@ from tx8lab.core.ir import Op
 from tx8lab.core.passes.base import Knob, Step
 from tx8lab.core.passes.group_cost import GroupCost
 from tx8lab.core.report import to_jsonable
-from tx8lab.core.schedule.search import Candidate, Scheduled, SearchResult, run_stages, search_group
+from tx8lab.core.schedule.search import Candidate, SearchResult, search_group
 from tx8lab.core.schedule.sharding import output_ops
-from tx8lab.core.schedule.slicing import default_schedule
+from tx8lab.core.schedule.stages import GroupRun, run_group
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import TX81
 from tx8lab.hw.config import ChipConfig
@@ -129,7 +129,7 @@ _ROW = ipywidgets.Layout(width="460px")
 class _Outcome:
     """One state's re-estimate."""
 
-    scheduled: Scheduled
+    scheduled: GroupRun
     search: SearchResult | None
     """The search this state ran (None for the default strategy or a forced candidate)."""
     path: str
@@ -194,7 +194,7 @@ class GroupTuner(ipywidgets.VBox):  # type: ignore[misc]
         *,
         knobs: Mapping[str, Any] | None = None,
         search: SearchResult | None = None,
-        scheduled: Scheduled | None = None,
+        scheduled: GroupRun | None = None,
         color_by: ColorBy = "op",
         **kwargs: Any,
     ) -> None:
@@ -323,8 +323,8 @@ class GroupTuner(ipywidgets.VBox):  # type: ignore[misc]
         Args:
             step: the group-cost step, or a trace that ran it.
             group_id: the group (a top-level ``tx8be.Group`` of the step's output).
-            hw: the hardware the run used (default: ``tx8lab.hw.TX81``); checked against
-                the cycles the step recorded.
+            hw: the hardware the run used (default: the run's own); another one is an
+                error.
             **kwargs: passed to the constructor (``color_by``, layout).
         """
         who = "GroupTuner.from_step"
@@ -334,7 +334,7 @@ class GroupTuner(ipywidgets.VBox):  # type: ignore[misc]
                 f"{who}: group-cost ran with dp={knobs['dp']} tp={knobs['tp']}; "
                 "the tuner schedules one chip's group: run the pipeline with dp=tp=1"
             )
-        rec = recorded_group(step, group_id, hw if hw is not None else TX81, who)
+        rec = recorded_group(step, group_id, hw, who)
         group, hw, sched = rec.group, rec.hw, rec.scheduled
         arts = rec.step.result.artifacts
         return cls(
@@ -349,7 +349,7 @@ class GroupTuner(ipywidgets.VBox):  # type: ignore[misc]
     # ------------------------------------------------------------ public API
 
     @property
-    def scheduled(self) -> Scheduled:
+    def scheduled(self) -> GroupRun:
         """Every stage's output of the shown result (strategy, input, timeline, ...)."""
         return self._outcome.scheduled
 
@@ -511,39 +511,27 @@ class GroupTuner(ipywidgets.VBox):  # type: ignore[misc]
             retract=bool(self._knob(state, "retract")),
         )
 
+    def _pass(self, state: Mapping[str, Any]) -> GroupCost:
+        """group-cost with this state's knobs (the others at their defaults: one chip)."""
+        return GroupCost(**{k: self._knob(state, k) for k in TUNER_KNOBS})
+
     def _compute(self, state: Mapping[str, Any]) -> _Outcome:
         start = time.perf_counter()
         hw = self._hw_of(state)
-        mb = int(self._knob(state, "multi_buffer"))
-        stages = functools.partial(
-            run_stages,
-            self.group,
-            hw=hw,
-            retract=bool(self._knob(state, "retract")),
-            multi_buffer=mb,
-            alloc=str(self._knob(state, "alloc")),
-            alloc_time_limit_s=float(self._knob(state, "alloc_time_limit_s")),
-        )
+        gc = self._pass(state)
         found: SearchResult | None = None
         forced = state[STRATEGY]
         if forced != AUTO:
             cand = next(c for c in self.candidates() if c.index == forced)
             assert cand.strategy is not None
-            strategy = dataclasses.replace(cand.strategy, multi_buffer=mb)
-            sched = stages(strategy=strategy)
+            strategy = dataclasses.replace(cand.strategy, multi_buffer=gc.multi_buffer)
+            run = run_group(self.group, strategy, hw, gc.settings())
             path = f"forced #{forced}"
         else:
-            mode = str(self._knob(state, "search"))
-            if mode == "default":
-                strategy, inp = default_schedule(self.group, hw, multi_buffer=mb)
-                sched = stages(strategy=strategy, si=inp)
-            else:
-                found = self._run_search(state, mode)
-                assert found.best is not None
-                assert found.best.strategy is not None
-                sched = stages(strategy=found.best.strategy)
-            path = mode
-        return _Outcome(sched, found, path, (time.perf_counter() - start) * 1e3)
+            # group-cost's own call: the same strategy choice and stages by construction
+            got = gc.schedule_one(self.group, hw)
+            run, found, path = got.run, got.search, got.how
+        return _Outcome(run, found, path, (time.perf_counter() - start) * 1e3)
 
     def _apply(self, key: str, new_state: dict[str, Any]) -> dict[str, Any]:
         start = time.perf_counter()

@@ -47,6 +47,7 @@ from plotly.subplots import make_subplots
 
 from tx8lab.core.passes.base import Step
 from tx8lab.core.schedule.spm_alloc import Allocation, allocate
+from tx8lab.core.schedule.stages import GroupRun
 from tx8lab.core.schedule.sw_pipeline import step_bounds
 from tx8lab.core.schedule.tasks import Buffer, ScheduleInput, Timeline
 from tx8lab.errors import Tx8labError
@@ -88,20 +89,16 @@ def group_schedule(step: Step | Sequence[Step], group_id: int | None = None) -> 
     """
     found = cost_step(step, "group_schedule")
     arts = found.result.artifacts
-    timelines: Mapping[int, Timeline] = arts.get("timelines", {})
-    if not timelines:
+    runs: Mapping[int, GroupRun] = arts.get("runs", {})
+    if not runs:
         raise Tx8labError("group_schedule: the group-cost step scheduled no group")
     if group_id is None:
-        group_id = max(timelines, key=lambda g: (len(timelines[g].slots), -g))
-    if group_id not in timelines:
-        known = ", ".join(f"%{g}" for g in sorted(timelines))
+        group_id = max(runs, key=lambda g: (len(runs[g].timeline.slots), -g))
+    if group_id not in runs:
+        known = ", ".join(f"%{g}" for g in sorted(runs))
         raise Tx8labError(f"group_schedule: %{group_id} was not scheduled; groups: {known}")
-    return GroupSchedule(
-        group_id,
-        arts["schedule_inputs"][group_id],
-        timelines[group_id],
-        arts["allocations"][group_id],
-    )
+    run = runs[group_id]
+    return GroupSchedule(group_id, run.input, run.timeline, run.allocation)
 
 
 def compare_allocations(

@@ -87,13 +87,15 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from tx8lab.core.attrs import TAG_DDR
 from tx8lab.core.ir import Block, Module, Op
 from tx8lab.core.passes.base import Decision, Pass, PassResult, knob
-from tx8lab.core.passes.group_ldst import TAG_DDR
 from tx8lab.core.schedule.estimate import GroupEstimate
-from tx8lab.core.schedule.search import MODES, SearchResult, TemplateCache
+from tx8lab.core.schedule.search import MODES, ScheduledGroup, SearchResult, schedule_group
 from tx8lab.core.schedule.sharding import ChipCut
-from tx8lab.core.schedule.tasks import ScheduleInput, Strategy, Timeline
+from tx8lab.core.schedule.stages import GroupRun, StageRecord, StageSettings, run_group
+from tx8lab.core.schedule.tasks import Strategy
+from tx8lab.core.schedule.template_cache import TemplateCache
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
 
@@ -154,7 +156,7 @@ class GroupCost(Pass):
         strategies: dict[int, Strategy] = {}
         functions = []
         cache = TemplateCache()
-        stages = _Stages(self, hw)
+        runs = _Runs(hw, self.settings())
         searches: dict[int, SearchResult] = {}
         groups = [op for func in module.functions for op in func.ops if op.kind == "tx8be.Group"]
         with _progress(self.progress, len(groups), self.search) as bar:
@@ -164,7 +166,7 @@ class GroupCost(Pass):
                     if op.kind != "tx8be.Group":
                         ops.append(op)
                         continue
-                    done = self._schedule(op, hw, cache, stages)
+                    done = self._schedule(op, hw, cache, runs)
                     strategies[op.id] = done["strategy"]
                     if done["search"] is not None:
                         searches[op.id] = done["search"]
@@ -206,19 +208,24 @@ class GroupCost(Pass):
             "groups": entries,
             "model": model,
             "need_barrier": tuple(barriers),
-            "timelines": _StageView(stages, 1),
-            "schedule_inputs": _StageView(stages, 0),
-            "allocations": _StageView(stages, 2),
+            "runs": runs,
+            "hw": hw,
             "strategies": strategies,
             "searches": searches,
             "template_cache": cache,
         }
         return PassResult(new, tuple(decisions), stats, artifacts)
 
+    def settings(self) -> StageSettings:
+        """The stages' knobs of this pass (the allocator's first-fit fallback on)."""
+        return StageSettings(
+            self.multi_buffer, self.retract, self.alloc, self.alloc_time_limit_s, best_fallback=True
+        )
+
     def _schedule(
-        self, group: Op, hw: ChipConfig, cache: TemplateCache, stages: _Stages
+        self, group: Op, hw: ChipConfig, cache: TemplateCache, runs: _Runs
     ) -> dict[str, Any]:
-        """Every stage for one group; the pieces for artifacts, the report and a Decision."""
+        """One group's strategy and run; the pieces for artifacts, the report and a Decision."""
         from tx8lab.core.schedule.estimate import report_fields
         from tx8lab.core.schedule.sharding import chip_cuts
         from tx8lab.core.schedule.slicing import loop_counts
@@ -227,40 +234,34 @@ class GroupCost(Pass):
         settings = (self.search, self.multi_buffer, self.retract, self.alloc)
         cached = cache.lookup_payload(group, settings)
         if cached is not None:
-            return self._reuse(group, cached[0], cached[1], stages)
+            return self._reuse(group, cached[0], cached[1], runs)
         ddr_only = group.attrs.get("group_tag") == TAG_DDR
         cuts = chip_cuts(group, self.dp, self.tp) if self.dp * self.tp > 1 and not ddr_only else []
-        got = self._compute(group, hw, None)
+        got = self.schedule_one(group, hw)
         cut: ChipCut | None = None
         c2c = 0
         cut_note = ""
         if cuts:
             # each plan against running the group whole on every chip: the cheapest wins
-            tried = [f"whole on every chip {got.estimate.cycles}"]
+            tried = [f"whole on every chip {got.run.estimate.cycles}"]
             for plan in cuts:
                 try:
-                    alt = self._compute(group, hw, plan)
+                    alt = self.schedule_one(group, hw, plan)
                 except Tx8labError as exc:
                     tried.append(f"{plan.plan} refused ({str(exc)[:80]})")
                     continue
                 comm = c2c_all_gather_cycles(
                     plan.gathered_bytes, self.tp, hw
                 ) + c2c_all_reduce_cycles(plan.reduced_bytes, self.tp, hw)
-                tried.append(f"{plan.plan} {alt.estimate.cycles} + {comm} C2C")
-                if alt.estimate.cycles + comm < got.estimate.cycles + c2c:
+                tried.append(f"{plan.plan} {alt.run.estimate.cycles} + {comm} C2C")
+                if alt.run.estimate.cycles + comm < got.run.estimate.cycles + c2c:
                     got, cut, c2c = alt, plan, comm
             cut_note = "; chip plans: " + ", ".join(tried)
             if cut is None:
                 cut_note += " -> replicated on every chip"
-        strategy, inp, timeline, allocation, estimate = (
-            got.strategy,
-            got.input,
-            got.timeline,
-            got.allocation,
-            got.estimate,
-        )
-        found, evaluated, size = got.found, got.evaluated, got.size
-        stages.ready(group.id, inp, timeline, allocation)
+        run = got.run
+        strategy, inp, allocation, estimate = run.strategy, run.input, run.allocation, run.estimate
+        runs.ready(run)
         loops = loop_counts(group, strategy, hw)
         entry: dict[str, Any] = {
             "id": group.id,
@@ -270,9 +271,9 @@ class GroupCost(Pass):
             **report_fields(estimate),
             "spm_peak_bytes": int(allocation.peak),
             "spm_lower_bound_bytes": int(allocation.lower_bound),
-            "buffers": got.buffers,
-            "candidates_evaluated": evaluated,
-            "search_space_size": size,
+            "buffers": len(run.lifetimes),
+            "candidates_evaluated": got.evaluated,
+            "search_space_size": got.space_size,
             "template_hit": False,
         }
         if self.dp * self.tp > 1:
@@ -297,7 +298,9 @@ class GroupCost(Pass):
         if ddr_only:
             reason += "; group_tag 2 (its ops work in DDR): not split, not searched"
         elif self.search != "default":
-            reason += f"; {self.search}: best of {evaluated} evaluated of {size} candidates"
+            reason += (
+                f"; {self.search}: best of {got.evaluated} evaluated of {got.space_size} candidates"
+            )
         offsets = tuple(
             (lt.id, int(allocation.offsets[lt.id]), int(lt.size)) for lt in allocation.lifetimes
         )
@@ -328,81 +331,26 @@ class GroupCost(Pass):
             "decision": decision,
             "estimate": estimate,
             "strategy": strategy,
-            "search": found,
+            "search": got.search,
             "offsets": offsets,
         }
 
-    def _compute(self, group: Op, hw: ChipConfig, cut: ChipCut | None) -> _Computed:
-        """The strategy (unsplit, default or searched) and every stage for one group.
+    def schedule_one(self, group: Op, hw: ChipConfig, cut: ChipCut | None = None) -> ScheduledGroup:
+        """This pass's strategy for one group (on one chip's piece with ``cut``) and its run.
 
-        The default strategy allocates with the ``alloc`` knob as is (``seed`` may fail
-        where ``best`` fits: the error shows it); the searched and unsplit ones go through
-        ``run_stages``, whose ``seed`` falls back to ``best`` (search module docstring).
+        The same call serves the group tuner, so both give the same cycles by construction.
         """
-        from tx8lab.core.schedule.estimate import estimate_group
-        from tx8lab.core.schedule.lifetimes import spm_lifetimes
-        from tx8lab.core.schedule.search import run_stages, search_group
-        from tx8lab.core.schedule.slicing import default_schedule, unsplit_strategy
-        from tx8lab.core.schedule.spm_alloc import allocate
-        from tx8lab.core.schedule.sw_pipeline import sw_pipeline
-
-        found: SearchResult | None = None
-        evaluated, size = 1, 1
-        if self.search == "default" and group.attrs.get("group_tag") != TAG_DDR:
-            strategy, inp = default_schedule(
-                group, hw, multi_buffer=self.multi_buffer, chips=cut.chips if cut else None
-            )
-            timeline = sw_pipeline(inp, retract=self.retract, multi_buffer=self.multi_buffer)
-            lifetimes = spm_lifetimes(timeline, inp)
-            allocation = allocate(
-                lifetimes,
-                hw.tile.spm_usable_bytes,
-                strategy=self.alloc,
-                time_limit_s=self.alloc_time_limit_s,
-            )
-            return _Computed(
-                strategy, inp, timeline, allocation, estimate_group(timeline), len(lifetimes)
-            )
-        if group.attrs.get("group_tag") == TAG_DDR:
-            # the seed's bail-out: a group_tag 2 group is neither split nor searched
-            strategy = unsplit_strategy(group, multi_buffer=self.multi_buffer)
-        else:
-            found = search_group(
-                group,
-                hw,
-                mode=self.search,
-                budget_s=self.search_budget_s,
-                multi_buffer=self.multi_buffer,
-                retract=self.retract,
-                chips=cut,
-            )
-            assert found.best is not None
-            assert found.best.strategy is not None
-            strategy = found.best.strategy
-            evaluated, size = found.evaluated, found.space_size
-        done = run_stages(
+        return schedule_group(
             group,
-            strategy,
             hw,
-            retract=self.retract,
-            multi_buffer=self.multi_buffer,
-            alloc=self.alloc,
-            alloc_time_limit_s=self.alloc_time_limit_s,
-        )
-        return _Computed(
-            strategy,
-            done.input,
-            done.timeline,
-            done.allocation,
-            done.estimate,
-            len(done.allocation.lifetimes),
-            found,
-            evaluated,
-            size,
+            self.settings(),
+            mode=self.search,
+            budget_s=self.search_budget_s,
+            chips=cut,
         )
 
     def _reuse(
-        self, group: Op, strategy: Strategy, template: _Template, stages: _Stages
+        self, group: Op, strategy: Strategy, template: _Template, runs: _Runs
     ) -> dict[str, Any]:
         """A template hit: the first identical group's schedule under this group's ids."""
         entry = {
@@ -431,7 +379,7 @@ class GroupCost(Pass):
             return _OP_REF.sub(lambda m: f"%{ids.get(int(m.group(1)), int(m.group(1)))}", text)
 
         offsets = tuple((remap(i), off, size) for i, off, size in template.offsets)
-        stages.defer(group, strategy, template.allocation, {i: off for i, off, _ in offsets})
+        runs.defer(group, strategy, template, {i: off for i, off, _ in offsets})
         return {
             "entry": entry,
             "decision": decision,
@@ -504,21 +452,6 @@ def _strategy_fields(strategy: Strategy) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class _Computed:
-    """One group's strategy and stage outputs, before the report entry is made."""
-
-    strategy: Strategy
-    input: ScheduleInput
-    timeline: Timeline
-    allocation: Allocation
-    estimate: GroupEstimate
-    buffers: int
-    found: SearchResult | None = None
-    evaluated: int = 1
-    size: int = 1
-
-
-@dataclass(frozen=True)
 class _Template:
     """What a template hit reuses from the first group of its structure."""
 
@@ -534,77 +467,66 @@ class _Template:
     allocation: Allocation
 
 
-class _Stages:
-    """Per-group stage outputs (input, timeline, allocation) for the artifacts.
+class _Runs(Mapping[int, GroupRun]):
+    """``artifacts["runs"]``: group id -> its :class:`~tx8lab.core.schedule.stages.GroupRun`.
 
-    A scheduled group's are stored as computed; a template hit's input, timeline and
-    lifetimes are computed from its mapped strategy when first read, and its allocation
-    is the template's packing under its own lifetime ids (the offsets the IR records), so
-    a run over 32 identical layers schedules each structure once unless a view asks for a
-    hit group's timeline.
+    A scheduled group's run is stored as computed. A template hit's is made when first
+    read: its own strategy through the stages up to buffer-merge, then the template's
+    packing under the hit's lifetime ids as its spm-alloc record, so a run over 32
+    identical layers schedules each structure once unless a view asks for a hit's stages.
     """
 
-    def __init__(self, owner: GroupCost, hw: ChipConfig) -> None:
-        self._owner = owner
+    def __init__(self, hw: ChipConfig, settings: StageSettings) -> None:
         self._hw = hw
-        self.order: list[int] = []
-        self._done: dict[int, tuple[ScheduleInput, Timeline, Allocation]] = {}
-        self._todo: dict[int, tuple[Op, Strategy, Allocation, dict[str, int]]] = {}
+        self._settings = settings
+        self._order: list[int] = []
+        self._done: dict[int, GroupRun] = {}
+        self._todo: dict[int, tuple[Op, Strategy, _Template, dict[str, int]]] = {}
 
-    def ready(
-        self, group_id: int, inp: ScheduleInput, timeline: Timeline, allocation: Allocation
-    ) -> None:
-        self.order.append(group_id)
-        self._done[group_id] = (inp, timeline, allocation)
+    def ready(self, run: GroupRun) -> None:
+        self._order.append(run.group_id)
+        self._done[run.group_id] = run
 
     def defer(
-        self, group: Op, strategy: Strategy, template: Allocation, offsets: dict[str, int]
+        self, group: Op, strategy: Strategy, template: _Template, offsets: dict[str, int]
     ) -> None:
-        self.order.append(group.id)
+        self._order.append(group.id)
         self._todo[group.id] = (group, strategy, template, offsets)
 
-    def get(self, group_id: int) -> tuple[ScheduleInput, Timeline, Allocation]:
+    def __getitem__(self, group_id: int) -> GroupRun:
         got = self._done.get(group_id)
         if got is not None:
             return got
         if group_id not in self._todo:
             raise KeyError(group_id)
-        from tx8lab.core.schedule.lifetimes import spm_lifetimes
-        from tx8lab.core.schedule.slicing import schedule_input
-        from tx8lab.core.schedule.sw_pipeline import sw_pipeline
-
         group, strategy, template, offsets = self._todo.pop(group_id)
-        owner = self._owner
-        inp = schedule_input(group, strategy, self._hw, multi_buffer=owner.multi_buffer)
-        timeline = sw_pipeline(inp, retract=owner.retract, multi_buffer=owner.multi_buffer)
-        lifetimes = tuple(spm_lifetimes(timeline, inp))
+        head = run_group(group, strategy, self._hw, self._settings, until="buffer-merge")
+        lifetimes = head.lifetimes
         if {lt.id for lt in lifetimes} != set(offsets):
             raise Tx8labError(
                 f"group %{group_id}: its lifetimes differ from its template's; the template "
                 "cache keyed two different groups alike (report this with the model)"
             )
         allocation = dataclasses.replace(
-            template, offsets={lt.id: offsets[lt.id] for lt in lifetimes}, lifetimes=lifetimes
+            template.allocation,
+            offsets={lt.id: offsets[lt.id] for lt in lifetimes},
+            lifetimes=lifetimes,
         )
-        self._done[group_id] = (inp, timeline, allocation)
-        return self._done[group_id]
-
-
-class _StageView(Mapping[int, Any]):
-    """``artifacts["timelines"]`` and friends: group id -> one stage output, by program order."""
-
-    def __init__(self, stages: _Stages, index: int) -> None:
-        self._stages = stages
-        self._index = index
-
-    def __getitem__(self, group_id: int) -> Any:
-        return self._stages.get(group_id)[self._index]
+        packed = StageRecord(
+            "spm-alloc",
+            allocation,
+            0.0,
+            (f"the packing of %{template.group_id} (template) under this group's lifetime ids",),
+        )
+        run = run_group(group, strategy, self._hw, self._settings, reuse=(*head.records, packed))
+        self._done[group_id] = run
+        return run
 
     def __iter__(self) -> Iterator[int]:
-        return iter(self._stages.order)
+        return iter(self._order)
 
     def __len__(self) -> int:
-        return len(self._stages.order)
+        return len(self._order)
 
 
 def _show_progress(setting: str, search: str) -> bool:

@@ -47,15 +47,11 @@ from tx8lab.core.ir import Block, Function, IdCounter, Module, Op, Value
 from tx8lab.core.layout_str import op_layouts
 from tx8lab.core.ops.registry import OpAttr
 from tx8lab.core.passes.base import Decision, Pass, PassResult
+from tx8lab.core.attrs import TAG_DDR, TAG_SPLIT
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
 
 ValueKey = tuple[int, int, bool]
-
-#: group_tag of a group whose data pass through SPM (the sharding search splits it).
-TAG_SPLIT = 0
-#: group_tag of a group that neither loads nor stores (all its ops work on DDR).
-TAG_DDR = 2
 
 
 def op_attr_of(op: Op) -> OpAttr:
@@ -409,8 +405,6 @@ class GroupLdSt(Pass):
 
 
 __all__ = [
-    "TAG_DDR",
-    "TAG_SPLIT",
     "GroupLdSt",
     "group_tag_of",
     "is_load",

@@ -84,6 +84,7 @@ Readings chosen where the seed is vague:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import time
@@ -93,10 +94,9 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from tx8lab.core.ir import TERMINATORS, Op
+from tx8lab.core.attrs import TAG_DDR
+from tx8lab.core.ir import Op
 from tx8lab.core.ops import get_op_def
-from tx8lab.core.schedule.estimate import GroupEstimate, estimate_group
-from tx8lab.core.schedule.lifetimes import spm_lifetimes
 from tx8lab.core.schedule.sharding import (
     ChipCut,
     ShardingLevel,
@@ -111,16 +111,16 @@ from tx8lab.core.schedule.sharding import (
     with_chips,
 )
 from tx8lab.core.schedule.slicing import (
+    default_schedule,
     default_strategy,
     engine_busy_cycles,
     group_tile_budget,
     live_bytes,
-    schedule_input,
+    unsplit_strategy,
 )
-from tx8lab.core.schedule.spm_alloc import Allocation, allocate
-from tx8lab.core.schedule.sw_pipeline import sw_pipeline
+from tx8lab.core.schedule.stages import GroupRun, StageRecord, StageSettings, run_group
 from tx8lab.core.schedule.tasks import OpStrategy, ScheduleInput, Strategy
-from tx8lab.errors import Tx8labError
+from tx8lab.errors import SpmOverflow, Tx8labError
 from tx8lab.hw.config import ChipConfig
 
 Mode = Literal["search", "exhaustive", "default"]
@@ -161,17 +161,8 @@ class Candidate:
     cycles: int | None = None
     spm_peak_bytes: int | None = None
     strategy: Strategy | None = field(default=None, repr=False, compare=False)
-
-
-@dataclass(frozen=True)
-class Scheduled:
-    """Every stage's output for one strategy of one group."""
-
-    strategy: Strategy
-    input: ScheduleInput
-    timeline: Any
-    allocation: Allocation
-    estimate: GroupEstimate
+    run: GroupRun | None = field(default=None, repr=False, compare=False)
+    """The stages' records of an OK candidate (views read them instead of re-running)."""
 
 
 @dataclass(frozen=True)
@@ -314,37 +305,11 @@ def _space_size(outs: list[_Out]) -> int:
 # ---------------------------------------------------------------- one candidate
 
 
-def run_stages(
-    group: Op,
-    strategy: Strategy,
-    hw: ChipConfig,
-    *,
-    retract: bool = True,
-    multi_buffer: int = 2,
-    alloc: str = "seed",
-    alloc_time_limit_s: float = 1.0,
-    si: ScheduleInput | None = None,
-) -> Scheduled:
-    """schedule_input -> sw_pipeline -> spm_lifetimes -> allocate -> estimate_group.
-
-    ``alloc="seed"`` falls back to ``best`` when first fit overflows and the live bytes
-    exceed the SPM (module docstring).
-
-    Raises:
-        Tx8labError: the strategy is refused, or the buffers do not fit in SPM.
-    """
-    if si is None:
-        si = schedule_input(group, strategy, hw, multi_buffer=multi_buffer)
-    timeline = sw_pipeline(si, retract=retract, multi_buffer=multi_buffer)
-    lifetimes = spm_lifetimes(timeline, si)
-    capacity = hw.tile.spm_usable_bytes
-    try:
-        allocation = allocate(lifetimes, capacity, strategy=alloc, time_limit_s=alloc_time_limit_s)
-    except Tx8labError:
-        if alloc != "seed" or live_bytes(si, multi_buffer) <= capacity:
-            raise
-        allocation = allocate(lifetimes, capacity, strategy="best", time_limit_s=alloc_time_limit_s)
-    return Scheduled(strategy, si, timeline, allocation, estimate_group(timeline))
+def _data_split(
+    group: Op, strategy: Strategy, hw: ChipConfig, settings: StageSettings
+) -> StageRecord:
+    """The first stage alone: its busiest engine bounds every deeper stage's makespan."""
+    return run_group(group, strategy, hw, settings, until="data-split").records[0]
 
 
 def _split_reductions(group: Op, strategy: Strategy) -> Strategy | None:
@@ -370,13 +335,8 @@ def _split_reductions(group: Op, strategy: Strategy) -> Strategy | None:
 
 
 def _reduce_split_retry(
-    group: Op,
-    strategy: Strategy,
-    hw: ChipConfig,
-    stages: Mapping[str, Any],
-    limit: int | None,
-    multi_buffer: int,
-) -> tuple[Scheduled, Strategy, str] | None:
+    group: Op, strategy: Strategy, hw: ChipConfig, settings: StageSettings, limit: int | None
+) -> tuple[GroupRun, str] | None:
     """An overflowing candidate with its reduction dims split until it fits (or None).
 
     With ``limit`` (the search's best cycles so far) a split whose busiest engine already
@@ -389,15 +349,15 @@ def _reduce_split_retry(
             return None
         current = nxt
         try:
-            si = schedule_input(group, current, hw, multi_buffer=multi_buffer)
-            if limit is not None and _busy_bound(si) >= limit:
+            first = _data_split(group, current, hw, settings)
+            if limit is not None and _busy_bound(first.output) >= limit:
                 return None
-            if live_bytes(si, multi_buffer) > 2 * hw.tile.spm_usable_bytes:
+            if live_bytes(first.output, settings.multi_buffer) > 2 * hw.tile.spm_usable_bytes:
                 continue  # far from fitting: split again before running the pipeline
-            done = run_stages(group, current, hw, si=si, **stages)
-        except Tx8labError as exc:
-            if "does not fit" in str(exc):
-                continue
+            run = run_group(group, current, hw, settings, reuse=(first,))
+        except SpmOverflow:
+            continue
+        except Tx8labError:
             return None
         splits = sorted(
             {
@@ -406,7 +366,7 @@ def _reduce_split_retry(
                 if v.split != strategy.ops[k].split
             }
         )
-        return done, current, f"reduce split x{2**step} to fit: {', '.join(splits)}"
+        return run, f"reduce split x{2**step} to fit: {', '.join(splits)}"
     return None
 
 
@@ -419,6 +379,257 @@ def _key(strategy: Strategy) -> tuple[Any, ...]:
 
 
 # ---------------------------------------------------------------- the search
+
+
+class _Search:
+    """The state of one search: the candidates so far, the best, what was pruned.
+
+    The walk is split in the seed's order: :meth:`default_first` (the documented default),
+    then :meth:`levels` over the sharding levels, each vector's depths by
+    :meth:`split_walk`; every candidate goes through :meth:`evaluate`.
+    """
+
+    def __init__(
+        self,
+        group: Op,
+        hw: ChipConfig,
+        mode: str,
+        budget_s: float,
+        settings: StageSettings,
+        chips: ChipCut | None,
+    ) -> None:
+        self.group, self.hw, self.mode, self.budget_s = group, hw, mode, budget_s
+        self.settings, self.chips = settings, chips
+        self.start = time.perf_counter()
+        self.outs = _outs(group, group_tile_budget(group, hw)) if mode != "default" else []
+        self.size = _space_size(self.outs) if mode != "default" else 1
+        self.rows: list[Candidate] = []
+        self.seen: set[Any] = set()
+        self.best: Candidate | None = None
+        self.pruned = 0
+        self.out_of_time = False
+
+    # -- bookkeeping
+    def snapshot(self, done: bool) -> SearchResult:
+        return SearchResult(
+            self.group.id,
+            self.mode,
+            tuple(self.rows),
+            self.best,
+            self.size,
+            self.pruned,
+            time.perf_counter() - self.start,
+            done,
+        )
+
+    @property
+    def searching(self) -> bool:
+        """``search`` mode with an incumbent: pruning and the budget apply."""
+        return self.mode == "search" and self.best is not None
+
+    def best_cycles(self) -> int:
+        return (self.best.cycles or 0) if self.best is not None else 0
+
+    def spent(self) -> bool:
+        return self.searching and time.perf_counter() - self.start > self.budget_s
+
+    # -- one candidate
+    def evaluate(
+        self,
+        where: tuple[int, str, int, str],
+        strategy: Strategy | None,
+        first: StageRecord | None = None,
+        error: Tx8labError | None = None,
+    ) -> Candidate:
+        """Run ``strategy`` through the stages and record its status (module docstring)."""
+        index = len(self.rows)
+        if strategy is None:
+            assert error is not None
+            bad: Status = "spm-overflow" if isinstance(error, SpmOverflow) else "invalid"
+            cand = Candidate(index, *where, bad, str(error))
+        elif _key(strategy) in self.seen:
+            cand = Candidate(index, *where, "duplicate", "same strategy as before")
+        else:
+            self.seen.add(_key(strategy))
+            cand = self._run(index, where, strategy, first)
+        self.rows.append(cand)
+        if cand.status == "OK" and (self.best is None or (cand.cycles or 0) < self.best_cycles()):
+            self.best = cand
+        return cand
+
+    def _run(
+        self,
+        index: int,
+        where: tuple[int, str, int, str],
+        strategy: Strategy,
+        first: StageRecord | None,
+    ) -> Candidate:
+        note = ""
+        try:
+            run = run_group(
+                self.group, strategy, self.hw, self.settings, reuse=(first,) if first else ()
+            )
+        except SpmOverflow as exc:
+            # the seed's reduceSplit: a producer's K is never split by propagation
+            limit = self.best_cycles() if self.searching else None
+            fixed = _reduce_split_retry(self.group, strategy, self.hw, self.settings, limit)
+            if fixed is None:
+                return Candidate(index, *where, "spm-overflow", str(exc))
+            run, note = fixed
+            self.seen.add(_key(run.strategy))
+        except Tx8labError as exc:
+            return Candidate(index, *where, "invalid", str(exc))
+        return Candidate(
+            index,
+            *where,
+            "OK",
+            note,
+            run.estimate.cycles,
+            int(run.allocation.peak),
+            run.strategy,
+            run,
+        )
+
+    # -- the walk
+    def default_first(self) -> None:
+        """The documented default: today's result, and the first incumbent."""
+        try:
+            dflt: Strategy | None = default_strategy(
+                self.group,
+                self.hw,
+                multi_buffer=self.settings.multi_buffer,
+                chips=self.chips.chips if self.chips else None,
+            )
+            error = None
+        except Tx8labError as exc:
+            dflt, error = None, exc
+        self.evaluate((-1, "default", -1, "default"), dflt, error=error)
+
+    def build(
+        self, li: int, vi: int, depth: int
+    ) -> tuple[Strategy | None, Tx8labError | None, str]:
+        """Candidate (level ``li``, vector ``vi``, ``depth``) propagated to the whole group."""
+        first = self.outs[0]
+        outputs = {}
+        try:
+            for k, out in enumerate(self.outs):
+                st = _op_strategy(out, li, vi if k == 0 else 0, depth)
+                outputs[out.op.id] = param_for(out.op, st)
+            prop = propagate(self.group, outputs, multi_buffer=self.settings.multi_buffer)
+        except Tx8labError as exc:
+            return None, exc, ""
+        split = prop.strategy.ops[first.op.id].split
+        return with_chips(prop.strategy, self.chips), None, str(list(split))
+
+    def bound(self, strategy: Strategy) -> tuple[int, StageRecord | None]:
+        """The busiest engine of data-split (0 when slicing refuses) and its record."""
+        try:
+            first = _data_split(self.group, strategy, self.hw, self.settings)
+        except Tx8labError:
+            return 0, None
+        return _busy_bound(first.output), first
+
+    def order(self) -> list[tuple[int, int]]:
+        levels = self.outs[0].levels if self.outs else []
+        order = [(li, vi) for li, lv in enumerate(levels) for vi in range(len(lv.shardings))]
+        if self.mode == "search" and order:
+            # the no-shard vector (the last of the last level) next: small groups often win
+            # on one tile, and it gives the pruning an early incumbent
+            order.insert(0, order.pop())
+        return order
+
+    def levels(self) -> Iterator[SearchResult]:
+        """Every level (best first), each vector's split walk; ends a level that does not pay."""
+        first = self.outs[0] if self.outs else None
+        levels = first.levels if first is not None else []
+        order = self.order()
+        for li, level in [(-1, None), *enumerate(levels)]:
+            if level is None and not (self.mode == "search" and order):
+                continue
+            assert first is not None
+            level_pruned = True
+            level_start = len(self.rows)
+            todo = [(a, b) for a, b in order if a == li] if level is not None else order[:1]
+            if level is not None and self.mode == "search" and order:
+                todo = [(a, b) for a, b in todo if (a, b) != order[0]]
+            for lj, vi in todo:
+                vec = levels[lj].shardings[vi]
+                n_depths = _depths(first, vec) + 1
+                if self.out_of_time or self.spent():
+                    self.out_of_time = True
+                    self.pruned += n_depths
+                    continue
+                if self.searching:
+                    strategy, _, _ = self.build(lj, vi, 0)
+                    if strategy is not None and self.bound(strategy)[0] >= self.best_cycles():
+                        self.pruned += n_depths
+                        continue
+                level_pruned = False
+                yield from self.split_walk(levels[lj].factor, lj, vi, vec, n_depths)
+            if level is None:
+                continue
+            improved = any(c.status == "OK" and c is self.best for c in self.rows[level_start:])
+            if self.searching and (level_pruned or not improved) and not self.out_of_time:
+                # every vector of this level was pruned, or it did not beat the best: later
+                # levels use fewer tiles
+                self.pruned += sum(
+                    _depths(first, levels[a].shardings[b]) + 1 for a, b in order[1:] if a > li
+                )
+                break
+
+    def split_walk(
+        self, factor: int, lj: int, vi: int, vec: tuple[int, ...], n_depths: int
+    ) -> Iterator[SearchResult]:
+        """Depths 0, 1, ... of one vector until ``SPLIT_PATIENCE`` misses (module docstring)."""
+        low: int | None = None
+        misses = 0
+        for depth in range(n_depths):
+            if self.spent():
+                self.out_of_time = True
+                self.pruned += n_depths - depth
+                return
+            self.check_no_fit()
+            strategy, error, split = self.build(lj, vi, depth)
+            first: StageRecord | None = None
+            if self.searching and strategy is not None and _key(strategy) not in self.seen:
+                bound, first = self.bound(strategy)
+                if first is not None and bound >= self.best_cycles():
+                    # this depth cannot win: skipped, and a miss of the walk
+                    self.pruned += 1
+                    misses += low is not None
+                    if misses >= SPLIT_PATIENCE:
+                        self.pruned += n_depths - depth - 1
+                        return
+                    continue
+            cand = self.evaluate((factor, str(list(vec)), depth, split), strategy, first, error)
+            yield self.snapshot(False)
+            if self.mode != "search":
+                continue
+            if cand.status == "duplicate" or (cand.status != "OK" and low is None):
+                continue
+            if cand.status == "OK" and (low is None or (cand.cycles or 0) < low):
+                low, misses = cand.cycles, 0
+                continue
+            misses += 1
+            if misses >= SPLIT_PATIENCE:
+                self.pruned += n_depths - depth - 1
+                return
+
+    def check_no_fit(self) -> None:
+        """Give up with an error when nothing fits after ``NO_FIT_FACTOR`` times the budget."""
+        elapsed = time.perf_counter() - self.start
+        if (
+            self.mode == "search"
+            and self.best is None
+            and elapsed > NO_FIT_FACTOR * max(self.budget_s, 1)
+        ):
+            raise Tx8labError(
+                f"group %{self.group.id}: no candidate fits in "
+                f"{self.hw.tile.spm_usable_bytes:,} B of usable SPM after {elapsed:.1f} s "
+                f"({len(self.rows)} of {self.size} candidates tried, the default strategy "
+                f"included: {self.rows[0].reason[:200]}); give the tile more SPM "
+                "(hw tile.spm_bytes), or raise search_budget_s to search longer"
+            )
 
 
 def iter_search(
@@ -446,223 +657,27 @@ def iter_search(
         raise Tx8labError(f"unknown search mode {mode!r}; use one of {MODES}")
     if group.kind != "tx8be.Group" or not group.regions:
         raise Tx8labError(f"search needs a tx8be.Group op with a body, got {group.label}")
-    start = time.perf_counter()
-    outs = _outs(group, group_tile_budget(group, hw)) if mode != "default" else []
-    size = _space_size(outs) if mode != "default" else 1
-    if mode == "exhaustive" and size > max_space:
+    settings = StageSettings(multi_buffer, retract, alloc, alloc_time_limit_s, best_fallback=True)
+    search = _Search(group, hw, mode, budget_s, settings, chips)
+    if mode == "exhaustive" and search.size > max_space:
         raise Tx8labError(
-            f"group %{group.id}: exhaustive search over {size} candidates exceeds "
+            f"group %{group.id}: exhaustive search over {search.size} candidates exceeds "
             f"max_space={max_space}; use mode='search' or raise max_space"
         )
-    rows: list[Candidate] = []
-    seen: set[Any] = set()
-    best: list[Candidate] = []
-    pruned = 0
-    stages = {
-        "retract": retract,
-        "multi_buffer": multi_buffer,
-        "alloc": alloc,
-        "alloc_time_limit_s": alloc_time_limit_s,
-    }
-
-    def snapshot(done: bool) -> SearchResult:
-        return SearchResult(
-            group.id,
-            mode,
-            tuple(rows),
-            best[0] if best else None,
-            size,
-            pruned,
-            time.perf_counter() - start,
-            done,
-        )
-
-    def evaluate(
-        level: int,
-        sharding: str,
-        depth: int,
-        split: str,
-        strategy: Strategy | None,
-        si: ScheduleInput | None = None,
-        error: str = "",
-    ) -> Candidate:
-        index = len(rows)
-        if strategy is None:
-            bad: Status = "spm-overflow" if "does not fit" in error else "invalid"
-            cand = Candidate(index, level, sharding, depth, split, bad, error)
-        elif _key(strategy) in seen:
-            cand = Candidate(
-                index, level, sharding, depth, split, "duplicate", "same strategy as before"
-            )
-        else:
-            seen.add(_key(strategy))
-            note = ""
-            done: Scheduled | None
-            try:
-                done = run_stages(group, strategy, hw, si=si, **stages)  # type: ignore[arg-type]
-            except Tx8labError as exc:
-                text = str(exc)
-                status: Status = "spm-overflow" if "does not fit" in text else "invalid"
-                fixed = None
-                if status == "spm-overflow":
-                    limit = best[0].cycles if mode == "search" and best else None
-                    fixed = _reduce_split_retry(group, strategy, hw, stages, limit, multi_buffer)
-                if fixed is None:
-                    done = None
-                    cand = Candidate(index, level, sharding, depth, split, status, text)
-                else:
-                    done, strategy, note = fixed
-                    seen.add(_key(strategy))
-            if done is not None:
-                cand = Candidate(
-                    index,
-                    level,
-                    sharding,
-                    depth,
-                    split,
-                    "OK",
-                    note,
-                    done.estimate.cycles,
-                    int(done.allocation.peak),
-                    strategy,
-                )
-        rows.append(cand)
-        if cand.status == "OK" and (not best or (cand.cycles or 0) < (best[0].cycles or 0)):
-            best[:] = [cand]
-        return cand
-
-    # the documented default first: today's result, and the first incumbent
-    try:
-        dflt: Strategy | None = default_strategy(
-            group, hw, multi_buffer=multi_buffer, chips=chips.chips if chips else None
-        )
-        derr = ""
-    except Tx8labError as exc:
-        dflt, derr = None, str(exc)
-    evaluate(-1, "default", -1, "default", dflt, error=derr)
-    yield snapshot(mode == "default")
+    search.default_first()
+    yield search.snapshot(mode == "default")
     if mode == "default":
-        if not best:
-            raise Tx8labError(rows[0].reason)
+        if search.best is None:
+            raise Tx8labError(search.rows[0].reason)
         return
-
-    first = outs[0] if outs else None
-    levels = first.levels if first is not None else []
-
-    def build(li: int, vi: int, depth: int) -> tuple[Strategy | None, str, str]:
-        assert first is not None
-        outputs = {}
-        try:
-            for k, out in enumerate(outs):
-                st = _op_strategy(out, li, vi if k == 0 else 0, depth)
-                outputs[out.op.id] = param_for(out.op, st)
-            prop = propagate(group, outputs, multi_buffer=multi_buffer)
-        except Tx8labError as exc:
-            return None, str(exc), ""
-        split = prop.strategy.ops[first.op.id].split
-        return with_chips(prop.strategy, chips), "", str(list(split))
-
-    order: list[tuple[int, int]] = [
-        (li, vi) for li, lv in enumerate(levels) for vi in range(len(lv.shardings))
-    ]
-    if mode == "search" and order:
-        # the no-shard vector (the last of the last level) next: small groups often win
-        # on one tile, and it gives the pruning an early incumbent
-        order.insert(0, order.pop())
-    out_of_time = False
-    for li, level in [(-1, None), *enumerate(levels)]:
-        if level is None and not (mode == "search" and order):
-            continue
-        assert first is not None
-        level_pruned = True
-        level_start = len(rows)
-        todo = [(a, b) for a, b in order if a == li] if level is not None else order[:1]
-        if level is not None and mode == "search" and order:
-            todo = [(a, b) for a, b in todo if (a, b) != order[0]]
-        for lj, vi in todo:
-            vec = levels[lj].shardings[vi]
-            n_depths = _depths(first, vec) + 1
-            if out_of_time or (
-                mode == "search" and best and time.perf_counter() - start > budget_s
-            ):
-                out_of_time = True
-                pruned += n_depths
-                continue
-            if mode == "search" and best:
-                strategy, _, _ = build(lj, vi, 0)
-                if strategy is not None:
-                    try:
-                        bound = _busy_bound(
-                            schedule_input(group, strategy, hw, multi_buffer=multi_buffer)
-                        )
-                    except Tx8labError:
-                        bound = 0
-                    if bound >= (best[0].cycles or 0):
-                        pruned += n_depths
-                        continue
-            level_pruned = False
-            low: int | None = None
-            misses = 0
-            for depth in range(n_depths):
-                if mode == "search" and best and time.perf_counter() - start > budget_s:
-                    out_of_time = True
-                    pruned += n_depths - depth
-                    break
-                elapsed = time.perf_counter() - start
-                if mode == "search" and not best and elapsed > NO_FIT_FACTOR * max(budget_s, 1):
-                    raise Tx8labError(
-                        f"group %{group.id}: no candidate fits in "
-                        f"{hw.tile.spm_usable_bytes:,} B of usable SPM after {elapsed:.1f} s "
-                        f"({len(rows)} of {size} candidates tried, the default strategy "
-                        f"included: {rows[0].reason[:200]}); give the tile more SPM "
-                        "(hw tile.spm_bytes), or raise search_budget_s to search longer"
-                    )
-                strategy, err, split = build(lj, vi, depth)
-                si: ScheduleInput | None = None
-                fresh = strategy is not None and _key(strategy) not in seen
-                if mode == "search" and best and fresh and strategy is not None:
-                    try:
-                        si = schedule_input(group, strategy, hw, multi_buffer=multi_buffer)
-                    except Tx8labError:
-                        si = None
-                    if si is not None and _busy_bound(si) >= (best[0].cycles or 0):
-                        # this depth cannot win: skipped, and a miss of the walk
-                        pruned += 1
-                        misses += low is not None
-                        if misses >= SPLIT_PATIENCE:
-                            pruned += n_depths - depth - 1
-                            break
-                        continue
-                cand = evaluate(
-                    levels[lj].factor, str(list(vec)), depth, split, strategy, si=si, error=err
-                )
-                yield snapshot(False)
-                if mode != "search":
-                    continue
-                if cand.status == "duplicate" or (cand.status != "OK" and low is None):
-                    continue
-                if cand.status == "OK" and (low is None or (cand.cycles or 0) < low):
-                    low, misses = cand.cycles, 0
-                    continue
-                misses += 1
-                if misses >= SPLIT_PATIENCE:
-                    pruned += n_depths - depth - 1
-                    break
-        if level is None:
-            continue
-        improved = any(c.status == "OK" and c is best[0] for c in rows[level_start:])
-        if mode == "search" and best and (level_pruned or not improved) and not out_of_time:
-            # every vector of this level was pruned, or it did not beat the best: later
-            # levels use fewer tiles
-            rest = sum(_depths(first, levels[a].shardings[b]) + 1 for a, b in order[1:] if a > li)
-            pruned += rest
-            break
-    if not best:
+    yield from search.levels()
+    if search.best is None:
+        rows = search.rows
         reasons = "; ".join(sorted({c.reason.split(";")[0] for c in rows if c.reason}))[:600]
         raise Tx8labError(
             f"group %{group.id}: no candidate of {len(rows)} fits or is valid ({reasons})"
         )
-    yield snapshot(True)
+    yield search.snapshot(True)
 
 
 def search_group(
@@ -701,97 +716,81 @@ def search_group(
     return last
 
 
-# ---------------------------------------------------------------- template cache
+# ---------------------------------------------------------------- group-cost's choice
 
 
-#: Attributes that name or hold data, not structure: a constant's id and payload.
-_DATA_ATTRS = frozenset({"const_id", "value"})
+@dataclass(frozen=True)
+class ScheduledGroup:
+    """One group's strategy, chosen as group-cost chooses it, and its recorded run."""
 
-
-def _attr_text(value: Any) -> str:
-    return repr(value)
-
-
-def template_key(group: Op) -> tuple[Any, ...]:
-    """The group's structure and shapes, without ids (module docstring)."""
-    body = [op for op in group.regions[0].ops]
-    pos = {op.id: i for i, op in enumerate(body)}
-    external: dict[tuple[int, int, bool], int] = {}
-    items: list[Any] = []
-    for op in body:
-        wiring = []
-        for v in op.operands:
-            if not v.is_arg and v.owner in pos:
-                wiring.append(("op", pos[v.owner], v.index))
-            else:
-                wiring.append(("in", external.setdefault(v.key, len(external)), v.index))
-        items.append(
-            (
-                op.kind,
-                tuple(
-                    sorted((k, _attr_text(a)) for k, a in op.attrs.items() if k not in _DATA_ATTRS)
-                ),
-                tuple((v.type.shape, v.type.dtype) for v in op.operands),
-                tuple((v.type.shape, v.type.dtype) for v in op.results),
-                tuple(wiring),
-                bool(op.regions),
-            )
-        )
-    return tuple(items)
-
-
-def _positions(group: Op) -> list[int]:
-    return [op.id for op in group.regions[0].ops if op.kind not in TERMINATORS]
-
-
-@dataclass
-class TemplateCache:
-    """Search results of groups by :func:`template_key` (and the search settings)."""
-
-    entries: dict[Any, tuple[dict[int, OpStrategy], int]] = field(default_factory=dict)
-    hits: int = 0
-    misses: int = 0
-    payloads: dict[Any, Any] = field(default_factory=dict)
-    """Whatever the caller stored with a winner (group-cost: the template's schedule)."""
+    run: GroupRun
+    """The chosen strategy through every stage, with the caller's allocator."""
+    how: str
+    """``group_tag 2``, ``default``, ``search`` or ``exhaustive``."""
+    search: SearchResult | None = None
+    """The search that chose it (``search``/``exhaustive``)."""
 
     @property
-    def hit_rate(self) -> float:
-        """Hits over lookups (0 when nothing was looked up)."""
-        n = self.hits + self.misses
-        return self.hits / n if n else 0.0
+    def strategy(self) -> Strategy:
+        """The chosen strategy."""
+        return self.run.strategy
 
-    def lookup(self, group: Op, settings: tuple[Any, ...]) -> Strategy | None:
-        """The cached winner mapped onto ``group``'s ids, or None (counted as a miss)."""
-        return self._lookup(group, (template_key(group), settings))
+    @property
+    def evaluated(self) -> int:
+        """Candidates run through the stages (1 without a search)."""
+        return self.search.evaluated if self.search is not None else 1
 
-    def lookup_payload(self, group: Op, settings: tuple[Any, ...]) -> tuple[Strategy, Any] | None:
-        """:meth:`lookup` plus the payload stored with the winner (a hit or a miss counted)."""
-        key = (template_key(group), settings)
-        strategy = self._lookup(group, key)
-        if strategy is None:
-            return None
-        return strategy, self.payloads.get(key)
+    @property
+    def space_size(self) -> int:
+        """Candidates in the space (1 without a search)."""
+        return self.search.space_size if self.search is not None else 1
 
-    def _lookup(self, group: Op, key: Any) -> Strategy | None:
-        got = self.entries.get(key)
-        if got is None:
-            self.misses += 1
-            return None
-        self.hits += 1
-        by_pos, mb = got
-        ids = _positions(group)
-        return Strategy({ids[p]: st for p, st in by_pos.items()}, mb)
 
-    def store(
-        self, group: Op, settings: tuple[Any, ...], strategy: Strategy, payload: Any = None
-    ) -> None:
-        """Remember ``strategy`` (the winner for ``group``) by body position."""
-        index = {op_id: p for p, op_id in enumerate(_positions(group))}
-        by_pos = {index[k]: v for k, v in strategy.ops.items()}
-        key = (template_key(group), settings)
-        self.entries[key] = (by_pos, strategy.multi_buffer)
-        if payload is not None:
-            self.payloads[key] = payload
+def schedule_group(
+    group: Op,
+    hw: ChipConfig,
+    settings: StageSettings,
+    *,
+    mode: str = "search",
+    budget_s: float = 2.0,
+    chips: ChipCut | None = None,
+) -> ScheduledGroup:
+    """group-cost's strategy for ``group`` through :func:`run_group`.
+
+    ``settings.alloc`` is the allocator of the result; the search itself allocates with
+    first fit (module docstring), and the chosen candidate's recorded stages before
+    spm-alloc are reused.
+
+    Raises:
+        SpmOverflow: the default strategy's buffers do not fit.
+        Tx8labError: as :func:`iter_search`.
+    """
+    if group.attrs.get("group_tag") == TAG_DDR:
+        # the seed's bail-out: a group_tag 2 group (its ops work in DDR) is neither split
+        # nor searched
+        strategy = unsplit_strategy(group, multi_buffer=settings.multi_buffer)
+        return ScheduledGroup(run_group(group, strategy, hw, settings), "group_tag 2")
+    if mode == "default":
+        strategy, si = default_schedule(
+            group, hw, multi_buffer=settings.multi_buffer, chips=chips.chips if chips else None
+        )
+        # the default allocates with the chosen allocator as is (stages module docstring)
+        exact = dataclasses.replace(settings, best_fallback=False)
+        return ScheduledGroup(run_group(group, strategy, hw, exact, given={"data-split": si}), mode)
+    found = search_group(
+        group,
+        hw,
+        mode=mode,
+        budget_s=budget_s,
+        multi_buffer=settings.multi_buffer,
+        retract=settings.retract,
+        chips=chips,
+    )
+    best = found.best
+    assert best is not None
+    assert best.run is not None
+    run = run_group(group, best.run.strategy, hw, settings, reuse=best.run.before("spm-alloc"))
+    return ScheduledGroup(run, mode, found)
 
 
 def pareto_front(points: Mapping[int, tuple[int, int]]) -> list[int]:
@@ -812,13 +811,11 @@ __all__ = [
     "REDUCE_RETRIES",
     "SPLIT_PATIENCE",
     "Candidate",
-    "Scheduled",
+    "ScheduledGroup",
     "SearchResult",
-    "TemplateCache",
     "iter_search",
     "pareto_front",
-    "run_stages",
+    "schedule_group",
     "search_group",
     "space_size",
-    "template_key",
 ]

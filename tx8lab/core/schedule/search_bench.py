@@ -7,7 +7,7 @@ Three tables, printed by :func:`print_tables` (``tx8lab.bench`` calls it):
    spaces, template-cache hit rate, total cycles, and the same total under
    ``search=default`` (the one documented strategy) for comparison.
 2. **Search vs exhaustive** on every distinct group (by
-   :func:`~tx8lab.core.schedule.search.template_key`) of the models whose spaces are small
+   :func:`~tx8lab.core.schedule.template_cache.template_key`) of the models whose spaces are small
    enough to enumerate: the share of groups where the search finds the exhaustive optimum
    and the share of the space it evaluates (targets: >= 95 % found, <= 10 % evaluated).
 3. **Whole-pipeline wall time** (build + every default pass) for resnet50 and
@@ -77,7 +77,7 @@ def search_figures(module: Module, hw: ChipConfig | None = None) -> dict[str, An
 def distinct_groups(module: Module, hw: ChipConfig) -> list[Op]:
     """The groups of ``module`` after grouping, one per template key, in program order."""
     from tx8lab.core.passes import DEFAULT_PIPELINE
-    from tx8lab.core.schedule.search import template_key
+    from tx8lab.core.schedule.template_cache import template_key
 
     before = list(DEFAULT_PIPELINE[: DEFAULT_PIPELINE.index("group-cost")])
     from tx8lab.core.passes import build_pipeline

@@ -82,7 +82,7 @@ from tx8lab.core.schedule.tasks import (
     Strategy,
     Task,
 )
-from tx8lab.errors import Tx8labError
+from tx8lab.errors import SpmOverflow, Tx8labError
 from tx8lab.hw import cost as hwcost
 from tx8lab.hw.config import ChipConfig
 
@@ -821,9 +821,11 @@ def _default(
         if best is None:
             biggest = sorted(si.buffers.values(), key=lambda b: -b.bytes)[:6]
             listed = ", ".join(f"{b.id} {b.bytes:,} B" for b in biggest)
-            raise Tx8labError(
+            raise SpmOverflow(
                 f"group %{body.group.id} does not fit in SPM: {current:,} live bytes > "
-                f"{capacity:,} usable and no dim is left to split; largest buffers: {listed}"
+                f"{capacity:,} usable and no dim is left to split; largest buffers: {listed}",
+                needed_bytes=current,
+                available_bytes=capacity,
             )
         _, root, current, si = best
         split[root] *= 2

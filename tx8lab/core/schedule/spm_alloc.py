@@ -40,7 +40,7 @@ Readings chosen where the seed is vague:
 - A buffer never live (``lower == upper``) or of size 0 gets offset 0 and takes part in no
   conflict; it still counts in the peak (``offset + size``), as ``check_solution.py``
   counts it.
-- A packing that does not fit raises :class:`~tx8lab.errors.Tx8labError` naming the
+- A packing that does not fit raises :class:`~tx8lab.errors.SpmOverflow` naming the
   capacity, the packing's peak moment (the instant, within the life of the buffer that
   reaches the peak, with the most live bytes) and the buffers live then with their sizes.
   For ``best`` the packing is the lowest-peak greedy one; when even the live bytes at some
@@ -77,7 +77,7 @@ from tx8lab.core.schedule.spm_bb import (
     _bb_solve,
 )
 from tx8lab.core.schedule.tasks import Buffer, Lifetime
-from tx8lab.errors import Tx8labError
+from tx8lab.errors import SpmOverflow, Tx8labError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -404,8 +404,9 @@ def _does_not_fit(
     capacity: int,
     instant: int,
     why: str,
+    needed: int,
     offsets: Mapping[str, int] | None = None,
-) -> Tx8labError:
+) -> SpmOverflow:
     live = sorted(
         (lt for lt in lifetimes if _is_live(lt) and lt.lower <= instant < lt.upper),
         key=lambda lt: (-lt.size, lt.id),
@@ -416,11 +417,13 @@ def _does_not_fit(
         for lt in live[:24]
     ]
     more = f", ... and {len(live) - 24} more" if len(live) > 24 else ""
-    return Tx8labError(
+    return SpmOverflow(
         f"SPM allocation does not fit in {capacity} bytes: {why}. At time step {instant}, "
         f"{len(live)} buffers are live ({total} bytes): {', '.join(shown)}{more}. "
         "Split the group further in time (smaller slices), use single buffering, or raise "
-        "the capacity"
+        "the capacity",
+        needed_bytes=needed,
+        available_bytes=capacity,
     )
 
 
@@ -695,13 +698,15 @@ def iter_allocations(
     deadline = start + time_limit_s
     lb, lb_instant = live_bytes(lts)
     if lb > capacity:
-        raise _does_not_fit(lts, capacity, lb_instant, f"{lb} bytes are live at once")
+        raise _does_not_fit(lts, capacity, lb_instant, f"{lb} bytes are live at once", lb)
     dead = [lt for lt in lts if not _is_live(lt)]
     big = max(dead, key=lambda lt: lt.size, default=None)
     if big is not None and big.size > capacity:
-        raise Tx8labError(
+        raise SpmOverflow(
             f"SPM allocation does not fit in {capacity} bytes: buffer {big.id!r} alone has "
-            f"{big.size} bytes; split it or raise the capacity"
+            f"{big.size} bytes; split it or raise the capacity",
+            needed_bytes=big.size,
+            available_bytes=capacity,
         )
     inc = _Incumbent(proven=max(lb, big.size if big else 0))
     searcher: _Searcher | None = None
@@ -768,6 +773,7 @@ def iter_allocations(
                 instant,
                 f"{why} (live-bytes bound {lb} B; the best greedy packing peaks at {peak} B, "
                 f"reached at time step {instant})",
+                peak,
                 greedy_offsets,
             )
         last = result()
@@ -849,7 +855,7 @@ def allocate(
     peak, instant = peak_moment(lts, offsets)
     if peak > capacity:
         raise _does_not_fit(
-            lts, capacity, instant, f"first fit by start time peaks at {peak} B", offsets
+            lts, capacity, instant, f"first fit by start time peaks at {peak} B", peak, offsets
         )
     return Allocation(
         offsets=offsets,

@@ -1,0 +1,304 @@
+"""The recorded group pipeline: one strategy through data-split ... estimate, every stage kept.
+
+Spec: seed 001 "GroupCostPass" (per candidate of DataSplitNew: DS_UpdateSliceIR ->
+TS_SwPipeline -> SA_BufferLifePass -> SA_BufferMergePass -> SPMAlloc -> estimate).
+:func:`run_group` runs :data:`GROUP_STAGES` in order and returns a :class:`GroupRun`
+holding one :class:`StageRecord` (name, output, wall time, decisions) per stage; the
+search, group-cost, codegen and every view call it, and views read the records instead of
+running a stage again.
+
+Readings chosen where the seed is vague:
+
+- **Allocator fallback.** With ``alloc="seed"`` and ``best_fallback`` on, a first fit that
+  overflows while the slicing's live bytes exceed the SPM is handed to ``best`` (branch
+  and bound within ``alloc_time_limit_s``); only when both fail is it an
+  :class:`~tx8lab.errors.SpmOverflow`. The documented default strategy allocates with the
+  chosen allocator as is (``best_fallback=False``), so ``seed`` can fail there where
+  ``best`` fits, and the error shows it.
+- **Given and reused stages.** A caller that already holds a stage's output (the default
+  strategy's init pipeline, computed while choosing it; a template's packing) passes it
+  in ``given``; its record says so and has no wall time. ``reuse`` copies earlier records
+  of the same strategy verbatim, so a run with another allocator starts at spm-alloc.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tx8lab.core.ir import Op
+from tx8lab.core.schedule.estimate import GroupEstimate, estimate_group
+from tx8lab.core.schedule.lifetimes import buffer_life, buffer_merge
+from tx8lab.core.schedule.slicing import live_bytes, schedule_input
+from tx8lab.core.schedule.spm_alloc import Allocation, allocate
+from tx8lab.core.schedule.sw_pipeline import sw_pipeline
+from tx8lab.core.schedule.tasks import Lifetime, ScheduleInput, Strategy, Timeline
+from tx8lab.errors import SpmOverflow, Tx8labError
+from tx8lab.hw.config import ChipConfig
+
+
+@dataclass(frozen=True)
+class StageSettings:
+    """The knobs the stages read (group-cost's, less the strategy choice)."""
+
+    multi_buffer: int = 2
+    """Buffers per looping value (data-split's fit test, sw-pipeline's rotation)."""
+    retract: bool = True
+    """Overlap the next iteration's head with the previous tail (the seed's getRetract)."""
+    alloc: str = "seed"
+    """``seed`` (first fit by start time) or ``best`` (branch and bound)."""
+    alloc_time_limit_s: float = 1.0
+    """Time limit of the ``best`` allocator."""
+    best_fallback: bool = True
+    """With ``alloc="seed"``: hand an overflowing first fit to ``best`` (module docstring)."""
+
+
+@dataclass(frozen=True)
+class StageRecord:
+    """One stage of one run: what it produced, how long it took and what it decided."""
+
+    name: str
+    output: Any = field(repr=False)
+    wall_s: float
+    decisions: tuple[str, ...] = ()
+    """One line per choice the stage made (a fallback, a retraction count, a peak)."""
+
+
+@dataclass(frozen=True)
+class _Flow:
+    """What a stage sees: the group, its strategy, the settings and earlier outputs."""
+
+    group: Op
+    strategy: Strategy
+    hw: ChipConfig
+    settings: StageSettings
+    done: Mapping[str, Any]
+
+
+StageFn = Callable[[_Flow], tuple[Any, tuple[str, ...]]]
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A named step of :data:`GROUP_STAGES`."""
+
+    name: str
+    run: StageFn = field(repr=False)
+
+
+def _data_split(flow: _Flow) -> tuple[ScheduleInput, tuple[str, ...]]:
+    si = schedule_input(flow.group, flow.strategy, flow.hw, multi_buffer=flow.settings.multi_buffer)
+    return si, tuple(si.notes)
+
+
+def _sw_pipeline(flow: _Flow) -> tuple[Timeline, tuple[str, ...]]:
+    s = flow.settings
+    timeline = sw_pipeline(flow.done["data-split"], retract=s.retract, multi_buffer=s.multi_buffer)
+    return timeline, (f"{timeline.steps} steps, {timeline.retracted} retracted",)
+
+
+def _buffer_life(flow: _Flow) -> tuple[list[Lifetime], tuple[str, ...]]:
+    raw = buffer_life(flow.done["sw-pipeline"], flow.done["data-split"])
+    return raw, (f"{len(raw)} raw intervals",)
+
+
+def _buffer_merge(flow: _Flow) -> tuple[tuple[Lifetime, ...], tuple[str, ...]]:
+    raw = flow.done["buffer-life"]
+    merged = tuple(buffer_merge(raw))
+    return merged, (f"{len(merged)} lifetimes ({len(raw) - len(merged)} intervals merged)",)
+
+
+def _spm_alloc(flow: _Flow) -> tuple[Allocation, tuple[str, ...]]:
+    s = flow.settings
+    lifetimes = flow.done["buffer-merge"]
+    capacity = flow.hw.tile.spm_usable_bytes
+    try:
+        allocation = allocate(
+            lifetimes, capacity, strategy=s.alloc, time_limit_s=s.alloc_time_limit_s
+        )
+        note = f"{s.alloc} allocator"
+    except SpmOverflow as exc:
+        si = flow.done["data-split"]
+        if (
+            not (s.alloc == "seed" and s.best_fallback)
+            or live_bytes(si, s.multi_buffer) <= capacity
+        ):
+            raise
+        # first fit is greedy: the branch and bound may still pack what it could not
+        allocation = allocate(
+            lifetimes, capacity, strategy="best", time_limit_s=s.alloc_time_limit_s
+        )
+        note = f"best allocator (first fit needed {exc.needed_bytes:,} B)"
+    return allocation, (
+        f"{note}: peak {allocation.peak:,} B of {capacity:,} B, lower bound "
+        f"{allocation.lower_bound:,} B",
+    )
+
+
+def _estimate(flow: _Flow) -> tuple[GroupEstimate, tuple[str, ...]]:
+    est = estimate_group(flow.done["sw-pipeline"])
+    engine = est.limiting_engine
+    return est, (f"{est.cycles} cycles, limited by {engine or 'nothing'}",)
+
+
+#: The per-group flow, in order; each stage reads the outputs of those before it.
+GROUP_STAGES: tuple[Stage, ...] = (
+    # the init pipeline: Repeat nodes, buffers and task cycles of the strategy
+    Stage("data-split", _data_split),
+    # frames, Repeat expansion, retraction, engine slots (TS_SwPipeline)
+    Stage("sw-pipeline", _sw_pipeline),
+    # one raw interval per access: in-place chains, imm and psum (SA_BufferLifePass)
+    Stage("buffer-life", _buffer_life),
+    # mergeOverlap per label (SA_BufferMergePass)
+    Stage("buffer-merge", _buffer_merge),
+    # offsets in the tile's usable SPM; SpmOverflow when they do not fit (SPMAlloc)
+    Stage("spm-alloc", _spm_alloc),
+    # makespan, per-engine busy cycles and the limiting engine of the timeline
+    Stage("estimate", _estimate),
+)
+
+#: Stage names in order.
+STAGE_NAMES: tuple[str, ...] = tuple(s.name for s in GROUP_STAGES)
+
+
+@dataclass(frozen=True)
+class GroupRun:
+    """The records of one strategy of one group through :data:`GROUP_STAGES`."""
+
+    group_id: int
+    strategy: Strategy
+    settings: StageSettings
+    records: tuple[StageRecord, ...]
+
+    def record(self, name: str) -> StageRecord:
+        """The record of stage ``name``."""
+        for r in self.records:
+            if r.name == name:
+                return r
+        ran = ", ".join(r.name for r in self.records) or "none"
+        raise Tx8labError(
+            f"group %{self.group_id}: stage {name!r} did not run (ran: {ran}); "
+            f"stages: {', '.join(STAGE_NAMES)}"
+        )
+
+    def output(self, name: str) -> Any:
+        """What stage ``name`` produced."""
+        return self.record(name).output
+
+    def before(self, name: str) -> tuple[StageRecord, ...]:
+        """The records of the stages before ``name`` (to ``reuse`` them)."""
+        if name not in STAGE_NAMES:
+            raise Tx8labError(f"unknown stage {name!r}; stages: {', '.join(STAGE_NAMES)}")
+        return tuple(r for r in self.records if STAGE_NAMES.index(r.name) < STAGE_NAMES.index(name))
+
+    @property
+    def input(self) -> ScheduleInput:
+        """data-split's init pipeline."""
+        out: ScheduleInput = self.output("data-split")
+        return out
+
+    @property
+    def timeline(self) -> Timeline:
+        """sw-pipeline's timeline."""
+        out: Timeline = self.output("sw-pipeline")
+        return out
+
+    @property
+    def lifetimes(self) -> tuple[Lifetime, ...]:
+        """buffer-merge's lifetimes (the allocator's input)."""
+        out: tuple[Lifetime, ...] = self.output("buffer-merge")
+        return out
+
+    @property
+    def allocation(self) -> Allocation:
+        """spm-alloc's packing."""
+        out: Allocation = self.output("spm-alloc")
+        return out
+
+    @property
+    def estimate(self) -> GroupEstimate:
+        """Estimate's cycles and engines."""
+        out: GroupEstimate = self.output("estimate")
+        return out
+
+    @property
+    def wall_s(self) -> float:
+        """Wall time of every stage that ran here (given and reused ones count 0)."""
+        return sum(r.wall_s for r in self.records)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per stage: name, wall ms, decisions (a table for views)."""
+        return [
+            {
+                "stage": r.name,
+                "wall_ms": round(r.wall_s * 1e3, 3),
+                "decisions": "; ".join(r.decisions),
+            }
+            for r in self.records
+        ]
+
+
+def run_group(
+    group: Op,
+    strategy: Strategy,
+    hw: ChipConfig,
+    settings: StageSettings = StageSettings(),
+    *,
+    until: str | None = None,
+    given: Mapping[str, Any] | None = None,
+    reuse: Sequence[StageRecord] = (),
+) -> GroupRun:
+    """Run :data:`GROUP_STAGES` on ``strategy`` (up to and including ``until``).
+
+    Args:
+        group: a ``tx8be.Group`` with its body.
+        strategy: the sharding and split of every compute op of the body.
+        hw: the chip.
+        settings: the stages' knobs.
+        until: the last stage to run (default: all).
+        given: stage name -> an output the caller already has (not recomputed).
+        reuse: records of an earlier run of the same group and strategy, kept as they are.
+
+    Raises:
+        SpmOverflow: the buffers do not fit in the tile's usable SPM.
+        Tx8labError: the op library or slicing refuses the strategy; an unknown stage name.
+    """
+    if until is not None and until not in STAGE_NAMES:
+        raise Tx8labError(f"unknown stage {until!r}; stages: {', '.join(STAGE_NAMES)}")
+    given = dict(given or {})
+    for name in given:
+        if name not in STAGE_NAMES:
+            raise Tx8labError(
+                f"given output of unknown stage {name!r}; stages: {', '.join(STAGE_NAMES)}"
+            )
+    kept = {r.name: r for r in reuse}
+    done: dict[str, Any] = {}
+    records: list[StageRecord] = []
+    for stage in GROUP_STAGES:
+        if stage.name in kept:
+            record = kept[stage.name]
+        elif stage.name in given:
+            record = StageRecord(stage.name, given[stage.name], 0.0, ("given by the caller",))
+        else:
+            flow = _Flow(group, strategy, hw, settings, done)
+            start = time.perf_counter()
+            output, decisions = stage.run(flow)
+            record = StageRecord(stage.name, output, time.perf_counter() - start, decisions)
+        done[stage.name] = record.output
+        records.append(record)
+        if stage.name == until:
+            break
+    return GroupRun(group.id, strategy, settings, tuple(records))
+
+
+__all__ = [
+    "GROUP_STAGES",
+    "STAGE_NAMES",
+    "GroupRun",
+    "Stage",
+    "StageRecord",
+    "StageSettings",
+    "run_group",
+]
