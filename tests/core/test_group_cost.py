@@ -223,9 +223,9 @@ def test_progress_bar_on_stderr_when_asked(capsys: pytest.CaptureFixture[str]) -
 def test_group_tag_2_is_neither_split_nor_searched(monkeypatch: pytest.MonkeyPatch) -> None:
     """A Reshape working in DDR (the seed's tag-2 example) next to a Relu that is searched."""
     from tx8lab.core import Builder
+    from tx8lab.core.attrs import TAG_DDR
     from tx8lab.core.ops import OPS
     from tx8lab.core.ops.registry import OpAttr
-    from tx8lab.core.attrs import TAG_DDR
 
     reshape = OPS["tx8be.Reshape"]
     monkeypatch.setattr(

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from tests.helpers import INTERPRETABLE, same_outputs
 from tests.strategies import modules
 from tx8lab.core import Builder, verify, zoo
-from tx8lab.core.attrs import RandomInit
+from tx8lab.core.attrs import TAG_DDR, TAG_SPLIT, RandomInit
 from tx8lab.core.group_report import group_entries
 from tx8lab.core.grouping import is_compute, outline
 from tx8lab.core.ir import TERMINATORS, Block, Function, IdCounter, Module, Op, Value
@@ -27,7 +27,6 @@ from tx8lab.core.layout_str import op_layouts
 from tx8lab.core.ops import OPS
 from tx8lab.core.ops.registry import OpAttr
 from tx8lab.core.passes import PASSES, build_pipeline
-from tx8lab.core.attrs import TAG_DDR, TAG_SPLIT
 from tx8lab.core.passes.group_ldst import GroupLdSt
 from tx8lab.core.passes.group_mapping import TILE_DX, TILE_DY, GroupMapping
 from tx8lab.core.passes.group_optimization import GroupOptimization

@@ -14,8 +14,8 @@ from tx8lab.core.schedule.search import (
     search_group,
     space_size,
 )
-from tx8lab.core.schedule.template_cache import TemplateCache, template_key
 from tx8lab.core.schedule.slicing import default_strategy
+from tx8lab.core.schedule.template_cache import TemplateCache, template_key
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import TX81
 from tx8lab.hw.config import ChipConfig

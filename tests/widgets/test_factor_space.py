@@ -17,8 +17,8 @@ from tx8lab.core.passes import build_pipeline
 from tx8lab.core.passes.base import Step
 from tx8lab.core.runner import run_pipeline
 from tx8lab.core.schedule.search import SearchResult, search_group
-from tx8lab.core.schedule.stages import run_group
 from tx8lab.core.schedule.sharding import op_sharding_levels, output_ops
+from tx8lab.core.schedule.stages import run_group
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import TX81
 from tx8lab.widgets import FactorSpaceView, factor_space_figure, levels_frame

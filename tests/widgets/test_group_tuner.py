@@ -7,8 +7,10 @@ import math
 
 import pytest
 
+from tests.helpers import INTERPRETABLE
 from tests.widgets.traces import trace_of
 from tx8lab.core import zoo
+from tx8lab.core.frontends.zoo import MODELS
 from tx8lab.core.passes import build_pipeline
 from tx8lab.core.passes.base import Step
 from tx8lab.core.runner import run_pipeline
@@ -293,3 +295,24 @@ def test_history_timings_and_html(tuner: GroupTuner) -> None:
     assert f"group %{tuner.group.id}: {tuner.cycles:,} cycles" in page
     assert page.count("Plotly.newPlot") == 3
     assert "group-cost.multi_buffer" in page
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_the_tuner_computes_what_group_cost_recorded(name: str) -> None:
+    """The tuner and group-cost call one function (GroupCost.schedule_one).
+
+    Checked on every zoo model's costliest group, the tuner scheduling it afresh.
+    """
+    knobs = ["group-cost.search_budget_s=1000"]  # no time limit: the same search twice
+    module = zoo.build(name, **INTERPRETABLE.get(name, {}))
+    step = _cost_step(list(run_pipeline(module, build_pipeline(None, knobs), TX81)))
+    entries = {int(e["id"]): e for e in step.result.artifacts["groups"]}
+    costliest = max(entries, key=lambda g: (int(entries[g]["cycles"]), -g))
+    group = next(op for op in step.before.main.ops if op.id == costliest)
+    recorded = step.result.artifacts["runs"][costliest]
+    t = GroupTuner(group, TX81, knobs={k: step.knobs[k] for k in TUNER_KNOBS})
+    assert t.path == step.knobs["search"]
+    assert t.scheduled is not recorded
+    assert t.cycles == entries[costliest]["cycles"] == recorded.estimate.cycles
+    assert t.spm_peak_bytes == entries[costliest]["spm_peak_bytes"]
+    assert t.scheduled.strategy == recorded.strategy

@@ -26,7 +26,6 @@ import numpy.typing as npt
 
 from tx8lab.core.dtypes import round_to
 
-
 #: group_tag of a group whose data pass through SPM (the sharding search splits it).
 TAG_SPLIT = 0
 #: group_tag of a group that neither loads nor stores (all its ops work on DDR).

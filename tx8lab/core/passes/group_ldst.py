@@ -42,12 +42,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from tx8lab.core.attrs import DevInfo, LayoutMode
+from tx8lab.core.attrs import TAG_DDR, TAG_SPLIT, DevInfo, LayoutMode
 from tx8lab.core.ir import Block, Function, IdCounter, Module, Op, Value
 from tx8lab.core.layout_str import op_layouts
 from tx8lab.core.ops.registry import OpAttr
 from tx8lab.core.passes.base import Decision, Pass, PassResult
-from tx8lab.core.attrs import TAG_DDR, TAG_SPLIT
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
 
