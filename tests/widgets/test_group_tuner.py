@@ -69,6 +69,12 @@ def test_from_step_starts_at_the_recorded_result() -> None:
         c.index for c in step.result.artifacts["searches"][costliest].candidates if c.status == "OK"
     ]
     assert [v for _, v in t.controls["strategy"].options] == ["auto", *ok]
+    # the stage table is the recorded run's: every stage, the estimate's cycles
+    recorded = step.result.artifacts["runs"][costliest]
+    assert t.scheduled is recorded
+    for stage in ("data-split", "sw-pipeline", "buffer-life", "buffer-merge", "spm-alloc"):
+        assert f"<td>{stage}</td>" in t.stages.value
+    assert f"{t.cycles} cycles, limited by" in t.stages.value
 
 
 def test_from_step_picks_a_given_group_and_checks_it() -> None:

@@ -195,9 +195,10 @@ def tuner_figures(
 ) -> list[dict[str, Any]]:
     """One row per (model, path): median/max total, compute and view ms of TUNER_CHANGES.
 
-    Paths: ``default`` (the default strategy, ``run_stages``), ``search`` (``search_group``
-    then the best through ``run_stages``) and ``forced`` (an OK candidate of the stored
-    search other than the chosen one, when there is one, forced; then the changes). A
+    Paths: ``default`` (the default strategy through ``run_group``), ``search``
+    (``search_group``, then the best's allocation with the ``alloc`` knob) and ``forced``
+    (an OK candidate of the stored search other than the chosen one, when there is one,
+    forced; then the changes). A
     change the group cannot take (e.g. it no longer fits) is counted in ``errors`` and
     left out of the times.
     """

@@ -8,8 +8,9 @@ a candidate shows its split and timeline") over the search of issue 6
 :class:`~tx8lab.core.schedule.search.SearchResult` headless; :class:`FactorSpaceView` wraps
 it in a ``go.FigureWidget`` with a ``selected`` trait (a candidate index) that shows the
 candidate's split tries, its propagation over the group and its pipeline timeline
-(:func:`~tx8lab.widgets.timeline.timeline_figure` of
-:func:`~tx8lab.core.schedule.search.run_stages`).
+(:func:`~tx8lab.widgets.timeline.timeline_figure` of the candidate's recorded
+:class:`~tx8lab.core.schedule.stages.GroupRun`: the search keeps every OK candidate's
+stages, so selecting one schedules nothing again).
 
 Readings chosen:
 

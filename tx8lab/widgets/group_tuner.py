@@ -7,9 +7,10 @@ group of the model. The tuner is the scoped view: controls for the knobs that ch
 group's cost (group-cost's ``multi_buffer``, ``retract``, ``alloc``,
 ``alloc_time_limit_s``, ``search``, ``search_budget_s``; the hardware fields
 :data:`TUNER_HW_FIELDS`; a strategy picker over the group's search candidates), and a
-change re-runs only this group: :func:`~tx8lab.core.schedule.search.search_group` then
-:func:`~tx8lab.core.schedule.search.run_stages` of the best (``search``/``exhaustive``),
-or ``run_stages`` of the default strategy or of the forced candidate. The linked views
+change re-runs only this group through
+:meth:`~tx8lab.core.passes.group_cost.GroupCost.schedule_one` (group-cost's own call: the
+strategy of its ``search`` mode through the recorded group pipeline), or
+:func:`~tx8lab.core.schedule.stages.run_group` of a forced candidate. The linked views
 (a :class:`~tx8lab.widgets.timeline.ScheduleView`: timeline + SPM Gantt with a shared
 cursor, and the :func:`~tx8lab.widgets.factor_space.factor_space_figure`) are redrawn in
 place: the same ``FigureWidget`` objects get the new traces and layout.
@@ -21,12 +22,11 @@ Readings chosen:
   them all as JSON.
 - **The group** of :meth:`GroupTuner.from_step` defaults to the costliest (most cycles),
   the one worth tuning (FactorSpaceView's default), not the one with most task instances.
-  The start state is the step's: its knobs, and the recorded strategy re-run on ``hw``,
-  which must give the recorded cycles (else the error asks for the run's hardware).
-- **Same computation as group-cost**: ``search=default`` runs the documented default
-  strategy (``default_schedule``); ``search``/``exhaustive`` run ``search_group`` with the
-  pass's arguments (the search allocates with ``seed``), then the best candidate through
-  ``run_stages`` with the ``alloc`` control. So the untouched tuner gives the step's cycles.
+  The start state is the step's: its knobs and the run group-cost recorded (``hw``, when
+  given, must be the run's).
+- **Same computation as group-cost**: both call ``GroupCost.schedule_one`` with the
+  same knobs, so the untouched tuner gives the step's cycles by construction (a test
+  checks it on every zoo model's costliest group).
 - **Strategy picker** = the OK candidates of the latest search (the step's stored one; a
   new one each time ``search``/``exhaustive`` runs; when the step searched nothing, one
   ``search`` is run when the tuner opens). ``auto`` follows the ``search`` control; a
@@ -273,6 +273,8 @@ class GroupTuner(ipywidgets.VBox):  # type: ignore[misc]
         )
         self.banner = ipywidgets.HTML()
         """Status line: the result, the path, the times or the error (Python only)."""
+        self.stages = ipywidgets.HTML()
+        """The shown run's stages: wall time and decisions of each (Python only)."""
 
         # views
         sched = outcome.scheduled
@@ -294,6 +296,7 @@ class GroupTuner(ipywidgets.VBox):  # type: ignore[misc]
                 self.banner,
                 self.accordion,
                 picker,
+                self.stages,
                 self.schedule_view,
                 self.factor_figure,
             ],
@@ -438,6 +441,7 @@ class GroupTuner(ipywidgets.VBox):  # type: ignore[misc]
             f"<h3>group %{self.group.id}: {s.estimate.cycles:,} cycles, SPM peak "
             f"{s.allocation.peak:,} B ({html.escape(self.path)})</h3>",
             f"<table border='0'><tr><th>knob</th><th>value</th></tr>{rows}</table>",
+            self.stages.value,
         ]
         if self.error:
             parts.append(f"<p style='color:#b00020'>{html.escape(self.error)}</p>")
@@ -574,6 +578,7 @@ class GroupTuner(ipywidgets.VBox):  # type: ignore[misc]
 
     def _publish(self, outcome: _Outcome) -> None:
         s = outcome.scheduled
+        self.stages.value = _stage_table(s)
         firsts = output_ops(self.group)
         first = firsts[0].id if firsts else None
         with self.hold_trait_notifications():
@@ -731,6 +736,19 @@ class GroupTuner(ipywidgets.VBox):  # type: ignore[misc]
                 with contextlib.suppress(Tx8labError):
                     self.set(key, value)
         self._sync_controls()
+
+
+def _stage_table(run: GroupRun) -> str:
+    """The run's stages as an HTML table: what each took and decided (its records)."""
+    rows = "".join(
+        f"<tr><td>{html.escape(r['stage'])}</td><td style='text-align:right'>"
+        f"{r['wall_ms']:.2f}</td><td>{html.escape(r['decisions'])}</td></tr>"
+        for r in run.rows()
+    )
+    return (
+        "<table class='tx8-stages'><tr><th>stage</th><th>ms</th><th>decisions</th></tr>"
+        f"{rows}</table>"
+    )
 
 
 def _candidate_label(c: Candidate) -> str:

@@ -1,38 +1,28 @@
 """group-cost: schedule every group for one strategy and estimate it (seed GroupCostPass).
 
 Spec: seed 001 "GroupCostPass" (per group: DataSplit -> TS_SwPipeline -> SPMAlloc ->
-estimate) and DESIGN.md §5 ("group-cost (data-split → sw-pipeline → spm-alloc → estimate
-per candidate)"); the stages are :mod:`tx8lab.core.schedule`.
-
-For each top-level ``tx8be.Group``, in program order:
-
-0. the template cache (:class:`~tx8lab.core.schedule.search.TemplateCache`, one per run):
-   a group with the same body structure and shapes as one scheduled before reuses that
-   group's strategy (mapped onto its ids by body position) and its schedule (cycles,
-   engines, SPM peak, loops): identical layers (BERT, LLaMA) are scheduled once, in every
-   ``search`` mode. The report marks it ``template_hit`` with ``template_of`` (the group
-   it copies); the hit's own schedule input and timeline are computed from its mapped
-   strategy when ``artifacts["timelines"][id]`` (or the others) is first read, and its
-   allocation is the template's packing under the hit's lifetime ids;
-1. the strategy: a ``group_tag`` 2 group (its ops work in DDR; seed GroupCost's bail-out)
-   is neither split nor searched (every op whole on one tile); with ``search=search``
-   (the default knob) or ``exhaustive`` the best candidate of
-   :func:`~tx8lab.core.schedule.search.search_group` (sharding levels x split tries,
-   propagated; statuses, pruning and budget in that module); with ``search=default`` the
-   documented default of :func:`~tx8lab.core.schedule.slicing.default_strategy` (shard
-   the largest parallel dim over the tiles, then split in time until the group fits);
-2. :func:`~tx8lab.core.schedule.slicing.schedule_input` (the init pipeline with Repeat
-   nodes and buffers, task cycles from the tile cost model);
-3. :func:`~tx8lab.core.schedule.sw_pipeline.sw_pipeline` (retraction, engine slots);
-4. :func:`~tx8lab.core.schedule.lifetimes.spm_lifetimes` (buffer-life + buffer-merge);
-5. :func:`~tx8lab.core.schedule.spm_alloc.allocate` into the tile's usable SPM;
-6. :func:`~tx8lab.core.schedule.estimate.estimate_group`.
+estimate) and DESIGN.md §5. For each top-level ``tx8be.Group`` in program order, the
+template cache (:mod:`~tx8lab.core.schedule.template_cache`) or
+:meth:`GroupCost.schedule_one` (the strategy of the ``search`` mode, see
+:func:`~tx8lab.core.schedule.search.schedule_group`) through the recorded group pipeline
+(:mod:`~tx8lab.core.schedule.stages`: data-split -> sw-pipeline -> buffer-life ->
+buffer-merge -> spm-alloc -> estimate). ``artifacts["runs"]`` maps each group id to its
+:class:`~tx8lab.core.schedule.stages.GroupRun` (every stage's output, wall time and
+decisions), which views read.
 
 The model estimate sums the groups plus one barrier after each group whose
 ``need_barrier`` is set (opt-barrier; every group when that pass has not run).
 
 Readings chosen:
 
+- **Strategy.** A ``group_tag`` 2 group (its ops work in DDR; seed GroupCost's bail-out)
+  is neither split nor searched; ``search``/``exhaustive`` take the best candidate of
+  :func:`~tx8lab.core.schedule.search.search_group`; ``default`` the documented default
+  of :func:`~tx8lab.core.schedule.slicing.default_strategy`.
+- **Template hits** reuse the first identical group's strategy (mapped by body position)
+  and its schedule: identical layers (BERT, LLaMA) are scheduled once. A hit's own run is
+  made when ``artifacts["runs"][id]`` is first read: its stages up to buffer-merge, and
+  as spm-alloc the template's packing under the hit's lifetime ids.
 - **IR.** The IR keeps its structure and records the schedule as the seed's
   DS_UpdateSliceIR / SPMAlloc do, so later passes (codegen) read it from the module alone:
   each body compute op gets ``tile_shard`` and ``tile_split`` (per iteration dim, the op
@@ -41,10 +31,9 @@ Readings chosen:
   (the same peak), ``multi_buffer`` and ``retract`` (the knobs the pipeline used) and
   ``spm_offsets``: one ``[lifetime id, offset, bytes]`` per SPM lifetime of the
   allocation (a template hit's are the template's with the op ids mapped by body
-  position). ``schedule_input`` + ``sw_pipeline`` + ``spm_lifetimes`` on these attributes
-  give back the same timeline and lifetime ids (a test checks it). Everything larger
-  (timelines, schedule inputs, allocations, the model estimate) is in
-  ``PassResult.artifacts`` for views, the JSON report and ``--trace``.
+  position). The recorded group pipeline on these attributes gives back the same timeline
+  and lifetime ids (a test checks it). Everything larger (the runs, the model estimate)
+  is in ``PassResult.artifacts`` for views, the JSON report and ``--trace``.
 - The report's ``sharding`` / ``split`` of a group map each body op id to its tiles per
   iteration dim and its temporal splits per iteration dim (the op library's
   ``iter_dims`` order).
@@ -59,7 +48,7 @@ Readings chosen:
 - ``model.groups`` (the :class:`~tx8lab.core.schedule.estimate.ModelEstimate`) holds a
   template hit's estimate as the template's under the hit's group id: the same cycles and
   engines, but its ``timeline`` names the template's ops; the hit's own timeline is
-  ``artifacts["timelines"][id]``.
+  ``artifacts["runs"][id].timeline``.
 - **Multi-chip** (``dp``, ``tp``; ``dp * tp`` at most the preset's ``num_chips``): each
   group's chip plans come from :func:`~tx8lab.core.schedule.sharding.chip_cuts` (dp: the
   batch dim of every op; tp ``gather``: the outputs' last dim, all-gathered after the
@@ -325,6 +314,7 @@ class GroupCost(Pass):
             reason,
             related=[int(k) for k in strategy.ops],
             notes=list(inp.notes),
+            stages={r.name: list(r.decisions) for r in run.records},
         )
         return {
             "entry": entry,

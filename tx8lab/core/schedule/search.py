@@ -1,11 +1,13 @@
-"""The strategy search of group-cost: candidates, statuses, the best cost, a template cache.
+"""The strategy search of group-cost: candidates, statuses, the best cost.
 
 Spec: seed 001 "GroupCostPass" (for each candidate of DataSplitNew: data-split ->
 TS_SwPipeline -> SPMAlloc -> estimate; SPM overflow and invalid candidates are dropped; the
 best cost is kept) and "DataSplitNewPass" (the candidates: the output ops' sharding levels
-best first, then DS_TileSplit's split tries, DS_SlicePropagate to the whole group); the
-stages are :mod:`tx8lab.core.schedule.sharding`, ``slicing``, ``pipeline``, ``lifetimes``,
-``spm_alloc`` and ``estimate``.
+best first, then DS_TileSplit's split tries, DS_SlicePropagate to the whole group). Each
+candidate goes through the recorded group pipeline (:func:`~tx8lab.core.schedule.stages.run_group`),
+and an OK candidate keeps its :class:`~tx8lab.core.schedule.stages.GroupRun`.
+:func:`schedule_group` is group-cost's choice per mode (what the pass and the group tuner
+call).
 
 A *candidate* is (sharding vector, split depth): the sharding vector of the group's first
 output op taken from its levels (:func:`~tx8lab.core.schedule.sharding.op_sharding_levels`,
@@ -30,7 +32,8 @@ Readings chosen where the seed is vague:
   keeps the space linear in the first op's choices instead of a product over outputs.
 - **Statuses.** ``invalid``: the op library or slicing refuses the strategy (e.g. two
   linked dims split by different factors) — the reason is its error text;
-  ``spm-overflow``: the allocator cannot place the buffers in ``tile.spm_usable_bytes``;
+  ``spm-overflow``: an :class:`~tx8lab.errors.SpmOverflow` (slicing or the allocator cannot
+  place the buffers in ``tile.spm_usable_bytes``);
   ``OK`` otherwise. Candidates with the same propagated strategy as one already seen are
   ``duplicate`` (not re-evaluated; a split try that the propagation clears gives one).
 - **Reduction splits** (seed DS_TileSplit's ``reduceSplit``, which it applies per op):
@@ -47,7 +50,8 @@ Readings chosen where the seed is vague:
 - **Allocator during the search.** ``seed`` (first fit, fast) for every candidate; when the
   live bytes exceed the SPM and first fit overflows, ``best`` (branch and bound, limited by
   ``alloc_time_limit_s``) decides; only when both fail is the status ``spm-overflow``. The
-  chosen candidate is re-allocated with the caller's allocator for the report.
+  chosen candidate's allocation is made again with the caller's allocator for the report
+  (:func:`schedule_group`; its stages before spm-alloc are reused).
 - **Split walk** (``search``): for one sharding vector, depths 0, 1, 2 ... until the first
   ``OK`` one, then deeper until ``SPLIT_PATIENCE`` (2) steps in a row do not beat the best
   of the walk (the seed stops at the first fit; a deeper split can pipeline better with
@@ -76,10 +80,8 @@ Readings chosen where the seed is vague:
   :class:`~tx8lab.core.schedule.sharding.ChipCut`): every candidate, the default included,
   carries the group's chip cut (``OpStrategy.chips``); the tiles share one chip's piece.
   The sharding levels stay those of the whole tensors (not recomputed per chip piece).
-- **Template cache** (:class:`TemplateCache`): keyed by the group body's structure (op
-  kinds, attributes, operand and result types, wiring by position — not ids) and the
-  search settings; a hit maps the cached winner's strategy onto the new group's ids by
-  position, so identical layers (BERT, LLaMA) are searched once.
+- **Memory.** Every OK candidate keeps its run (timeline, lifetimes, packing), so the
+  factor-space view shows any candidate without scheduling it again.
 """
 
 from __future__ import annotations
