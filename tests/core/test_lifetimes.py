@@ -18,7 +18,7 @@ from tests.core.test_sw_pipeline import (
 from tx8lab.core.schedule.lifetimes import (
     buffer_life,
     buffer_merge,
-    live_bytes,
+    live_bytes_per_step,
     merge_overlap,
     spm_lifetimes,
 )
@@ -84,8 +84,8 @@ def test_imm_lives_in_its_steps() -> None:
 
 def test_multi_buffer_doubles_the_loop_buffers() -> None:
     inp = batchnorm_loop()
-    two = live_bytes(spm_lifetimes(sw_pipeline(inp, multi_buffer=2), inp))
-    one = live_bytes(spm_lifetimes(sw_pipeline(inp, multi_buffer=1), inp))
+    two = live_bytes_per_step(spm_lifetimes(sw_pipeline(inp, multi_buffer=2), inp))
+    one = live_bytes_per_step(spm_lifetimes(sw_pipeline(inp, multi_buffer=1), inp))
     # steady state: in, out of two iterations + one imm + scale; single-buffered: one
     # iteration's in + out + imm + scale
     assert max(two) == 2 * 4096 + 2 * 4096 + 8192 + 256
@@ -161,10 +161,10 @@ def test_merge_rejects_clashing_ids() -> None:
         buffer_merge([Lifetime("v", 0, 2, 1), Lifetime("v", 1, 3, 1), Lifetime("v/1", 5, 6, 1)])
 
 
-def test_live_bytes_matches_brute_force() -> None:
+def test_live_bytes_per_step_matches_brute_force() -> None:
     ls = [Lifetime("a", 0, 3, 5), Lifetime("b", 2, 4, 7), Lifetime("c", 6, 7, 1)]
     want = [sum(lt.size for lt in ls if lt.lower <= s < lt.upper) for s in range(7)]
-    assert live_bytes(ls) == want == [5, 5, 12, 7, 0, 0, 1]
+    assert live_bytes_per_step(ls) == want == [5, 5, 12, 7, 0, 0, 1]
 
 
 @given(schedule_inputs(), st.sampled_from([1, 2, 3]))

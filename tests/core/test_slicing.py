@@ -29,10 +29,10 @@ from tx8lab.core.schedule.slicing import (
     default_strategy,
     engine_busy_cycles,
     groups_of,
-    live_bytes,
     loop_counts,
     plan_group,
     schedule_input,
+    schedule_live_bytes,
     strategy_table,
 )
 from tx8lab.core.schedule.tasks import Node, OpStrategy, Repeat, ScheduleInput, Strategy, Task
@@ -290,7 +290,7 @@ def test_relu_reuses_the_matmul_buffer_in_the_same_loop_body() -> None:
     si = schedule_input(g, mm_strategy(g, (4, 1, 1)), TX81)
     mm, relu = body_id(g, "MatMul"), body_id(g, "Relu")
     assert si.buffers[f"%{relu}"].in_place_of == f"%{mm}"
-    assert live_bytes(si, 2) == live_bytes(si, 1) + sum(
+    assert schedule_live_bytes(si, 2) == schedule_live_bytes(si, 1) + sum(
         b.bytes for b in si.buffers.values() if b.id in (f"%{g.regions[0].ops[0].id}", f"%{mm}")
     )
 
@@ -399,13 +399,13 @@ def test_default_strategy_shards_then_splits_until_it_fits() -> None:
     assert st.ops[mm].shard == (1, 16, 1)
     si = schedule_input(g, None, TX81)
     assert si.tiles == 16
-    assert live_bytes(si) <= TX81.tile.spm_usable_bytes
+    assert schedule_live_bytes(si) <= TX81.tile.spm_usable_bytes
     assert any("shard N=1024" in note for note in si.notes)
     # a small SPM forces splits: Repeat nodes appear and the live bytes still fit
     small = TX81.replace(tile={"spm_bytes": 64 * 1024 + 96 * 1024})
     tight = schedule_input(g, None, small)
     assert any(isinstance(n, Repeat) for n in tight.nodes)
-    assert live_bytes(tight) <= small.tile.spm_usable_bytes
+    assert schedule_live_bytes(tight) <= small.tile.spm_usable_bytes
     assert any(note.startswith("split") for note in tight.notes)
     assert schedule_input(g, None, small) == tight  # deterministic
 
@@ -469,7 +469,7 @@ def test_default_strategy_fits_spm_on_every_zoo_group(name: str) -> None:
     assert groups
     for group in groups:
         si = schedule_input(group, None, TX81)
-        assert live_bytes(si) <= TX81.tile.spm_usable_bytes, (name, group.id, si.notes)
+        assert schedule_live_bytes(si) <= TX81.tile.spm_usable_bytes, (name, group.id, si.notes)
         _check_schedule(si, group)
 
 

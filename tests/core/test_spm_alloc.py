@@ -20,8 +20,8 @@ from tx8lab.core.schedule.spm_alloc import (
     find_conflicts,
     first_fit,
     iter_allocations,
-    live_bytes,
     lower_bound,
+    peak_live_bytes,
     read_problem,
     read_solution,
     seed_order,
@@ -93,7 +93,7 @@ def test_half_open_lifetimes_share_bytes_and_first_fit_takes_the_lowest_gap() ->
     ]
     offsets = first_fit(lts, seed_order(lts))
     assert offsets == {"a": 0, "b": 8, "c": 0, "d": 12}
-    assert live_bytes(lts) == (14, 5)
+    assert peak_live_bytes(lts) == (14, 5)
     assert find_conflicts(lts, offsets, capacity=14) == []
 
 

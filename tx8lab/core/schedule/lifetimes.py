@@ -168,12 +168,12 @@ def spm_lifetimes(timeline: Timeline, inp: ScheduleInput) -> list[Lifetime]:
     return buffer_merge(buffer_life(timeline, inp))
 
 
-def live_bytes(lifetimes: Iterable[Lifetime]) -> list[int]:
+def live_bytes_per_step(lifetimes: Iterable[Lifetime]) -> list[int]:
     """Bytes live in each step (index = step): the allocator's lower bound is the max.
 
     Examples:
         >>> from tx8lab.core.schedule.tasks import Lifetime
-        >>> live_bytes([Lifetime("a", 0, 2, 8), Lifetime("b", 1, 3, 4)])
+        >>> live_bytes_per_step([Lifetime("a", 0, 2, 8), Lifetime("b", 1, 3, 4)])
         [8, 12, 4]
     """
     items = list(lifetimes)
@@ -190,4 +190,4 @@ def live_bytes(lifetimes: Iterable[Lifetime]) -> list[int]:
     return live
 
 
-__all__ = ["buffer_life", "buffer_merge", "live_bytes", "merge_overlap", "spm_lifetimes"]
+__all__ = ["buffer_life", "buffer_merge", "live_bytes_per_step", "merge_overlap", "spm_lifetimes"]

@@ -117,7 +117,7 @@ from tx8lab.core.schedule.slicing import (
     default_strategy,
     engine_busy_cycles,
     group_tile_budget,
-    live_bytes,
+    schedule_live_bytes,
     unsplit_strategy,
 )
 from tx8lab.core.schedule.stages import GroupRun, StageRecord, StageSettings, run_group
@@ -354,7 +354,8 @@ def _reduce_split_retry(
             first = _data_split(group, current, hw, settings)
             if limit is not None and _busy_bound(first.output) >= limit:
                 return None
-            if live_bytes(first.output, settings.multi_buffer) > 2 * hw.tile.spm_usable_bytes:
+            room = 2 * hw.tile.spm_usable_bytes
+            if schedule_live_bytes(first.output, settings.multi_buffer) > room:
                 continue  # far from fitting: split again before running the pipeline
             run = run_group(group, current, hw, settings, reuse=(first,))
         except SpmOverflow:

@@ -571,7 +571,7 @@ def _align(size: int, align: int) -> int:
     return -(-size // align) * align if size else 0
 
 
-def live_bytes(si: ScheduleInput, multi_buffer: int = 2) -> int:
+def schedule_live_bytes(si: ScheduleInput, multi_buffer: int = 2) -> int:
     """SPM bytes if every buffer of ``si`` were live at once (the default's fit test).
 
     Value buffers written inside a loop count ``multi_buffer`` times, in-place ones not at
@@ -799,7 +799,7 @@ def _default(
 
     def live(splits: Mapping[tuple[int, int], int]) -> tuple[int, ScheduleInput]:
         si, _ = _build(body, strategy_of(splits), hw, with_cost=False)
-        return live_bytes(si, multi_buffer), si
+        return schedule_live_bytes(si, multi_buffer), si
 
     current, si = live(split)
     splittable = [r for r in roots if all_members(r, "splittable")]
@@ -901,7 +901,7 @@ def strategy_table(
                 **{stage: plan.loop_counts[stage] for stage in STAGES},
                 "tasks": _count_tasks(si.nodes),
                 "buffers": len(si.buffers),
-                "live_bytes": live_bytes(si, multi_buffer),
+                "live_bytes": schedule_live_bytes(si, multi_buffer),
                 "bound_cycles": max(busy.values(), default=0),
                 "serial_cycles": sum(busy.values()),
                 "limiting_engine": max(busy, key=busy.__getitem__) if busy else "",
@@ -997,9 +997,9 @@ __all__ = [
     "default_strategy",
     "engine_busy_cycles",
     "groups_of",
-    "live_bytes",
     "loop_counts",
     "plan_group",
     "schedule_input",
+    "schedule_live_bytes",
     "strategy_table",
 ]

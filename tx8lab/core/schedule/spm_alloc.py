@@ -309,11 +309,12 @@ def _is_live(lt: Lifetime) -> bool:
     return lt.upper > lt.lower and lt.size > 0
 
 
-def live_bytes(lifetimes: Iterable[Lifetime]) -> tuple[int, int]:
+def peak_live_bytes(lifetimes: Iterable[Lifetime]) -> tuple[int, int]:
     """``(bytes, instant)``: the most bytes live at one instant, and the first such instant.
 
     Examples:
-        >>> live_bytes([Lifetime("a", 0, 3, 4), Lifetime("b", 3, 9, 4), Lifetime("c", 0, 9, 4)])
+        >>> lts = [Lifetime("a", 0, 3, 4), Lifetime("b", 3, 9, 4), Lifetime("c", 0, 9, 4)]
+        >>> peak_live_bytes(lts)
         (8, 0)
     """
     events: dict[int, int] = {}
@@ -332,7 +333,7 @@ def live_bytes(lifetimes: Iterable[Lifetime]) -> tuple[int, int]:
 
 def lower_bound(lifetimes: Iterable[Lifetime]) -> int:
     """The most bytes live at one instant (MiniMalloc's LB)."""
-    return live_bytes(lifetimes)[0]
+    return peak_live_bytes(lifetimes)[0]
 
 
 def find_conflicts(
@@ -696,7 +697,7 @@ def iter_allocations(
         _kernel()
     start = time.perf_counter()
     deadline = start + time_limit_s
-    lb, lb_instant = live_bytes(lts)
+    lb, lb_instant = peak_live_bytes(lts)
     if lb > capacity:
         raise _does_not_fit(lts, capacity, lb_instant, f"{lb} bytes are live at once", lb)
     dead = [lt for lt in lts if not _is_live(lt)]
@@ -883,8 +884,8 @@ __all__ = [
     "find_conflicts",
     "first_fit",
     "iter_allocations",
-    "live_bytes",
     "lower_bound",
+    "peak_live_bytes",
     "peak_moment",
     "read_problem",
     "read_solution",

@@ -31,7 +31,7 @@ from typing import Any
 from tx8lab.core.ir import Op
 from tx8lab.core.schedule.estimate import GroupEstimate, estimate_group
 from tx8lab.core.schedule.lifetimes import buffer_life, buffer_merge
-from tx8lab.core.schedule.slicing import live_bytes, schedule_input
+from tx8lab.core.schedule.slicing import schedule_input, schedule_live_bytes
 from tx8lab.core.schedule.spm_alloc import Allocation, allocate
 from tx8lab.core.schedule.sw_pipeline import sw_pipeline
 from tx8lab.core.schedule.tasks import Lifetime, ScheduleInput, Strategy, Timeline
@@ -123,7 +123,7 @@ def _spm_alloc(flow: _Flow) -> tuple[Allocation, tuple[str, ...]]:
         si = flow.done["data-split"]
         if (
             not (s.alloc == "seed" and s.best_fallback)
-            or live_bytes(si, s.multi_buffer) <= capacity
+            or schedule_live_bytes(si, s.multi_buffer) <= capacity
         ):
             raise
         # first fit is greedy: the branch and bound may still pack what it could not
