@@ -18,8 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from tx8lab.core.builder import Builder
 from tx8lab.core.interpret import interpret, random_inputs
-from tx8lab.core.ir import Builder, Module
+from tx8lab.core.ir import Module
 from tx8lab.core.text import parse_module, print_module
 from tx8lab.core.verify import verify
 

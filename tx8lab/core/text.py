@@ -20,7 +20,7 @@ Readings chosen:
   to the data, and ``parse_module`` says so.
 
 Examples:
-    >>> from tx8lab.core.ir import Builder
+    >>> from tx8lab.core.builder import Builder
     >>> b = Builder(); x = b.input((2,), "f32"); b.output(b.op("Relu", x))
     >>> text = print_module(b.finish())
     >>> print_module(parse_module(text)) == text

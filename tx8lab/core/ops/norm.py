@@ -289,7 +289,8 @@ class BatchNorm_Inference(OpDef):
         """Seed ``BatchNorm_InferenceOp::tileShardingSplit``: input, scale, offset, mean, var.
 
         Examples:
-            >>> from tx8lab.core.ir import TensorType, Value, make_op
+            >>> from tx8lab.core.ir import TensorType, Value
+            >>> from tx8lab.core.builder import make_op
             >>> x, p = TensorType((4, 112, 2, 129), "f16"), TensorType((1, 1, 1, 129), "f32")
             >>> args = [Value(-1, i, t, is_arg=True) for i, t in enumerate([x] + [p] * 4)]
             >>> op = make_op("BatchNorm_Inference", args, {}, op_id=0)

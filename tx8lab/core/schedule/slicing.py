@@ -925,7 +925,7 @@ def cost_figures(hw: ChipConfig | None = None) -> list[dict[str, Any]]:
     init pipeline through this module, as the busiest engine (perfect pipeline) and as
     serial. ``ratio`` is modelled / board: below 1 means the model is optimistic.
     """
-    from tx8lab.core.ir import Builder
+    from tx8lab.core.builder import Builder
     from tx8lab.core.passes import build_pipeline
     from tx8lab.core.runner import run_pipeline
     from tx8lab.hw.presets import TX81
