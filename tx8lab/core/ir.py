@@ -21,7 +21,7 @@ Readings chosen:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -249,9 +249,17 @@ class Module:
         return sum(1 for op in self.walk() if op.kind not in TERMINATORS)
 
     def __str__(self) -> str:
-        from tx8lab.core.text import print_module
+        return _module_printer(self)
 
-        return print_module(self)
+
+#: How ``str(module)`` prints; ``tx8lab.core.text`` installs ``print_module`` on import.
+_module_printer: Callable[[Module], str] = repr
+
+
+def set_module_printer(printer: Callable[[Module], str]) -> None:
+    """Install the text form ``str(module)`` prints (the text layer sits above the IR)."""
+    global _module_printer
+    _module_printer = printer
 
 
 def full_kind(kind: str) -> str:
