@@ -78,7 +78,8 @@ from tx8lab.core.layout_str import (
     tensor_layout,
 )
 from tx8lab.core.layouts import footprint_bits
-from tx8lab.core.schedule.tasks import OpStrategy
+from tx8lab.core.tiling import OpStrategy as OpStrategy
+from tx8lab.core.tiling import SliceShape as SliceShape
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import cost as hwcost
 from tx8lab.hw.config import ChipConfig
@@ -145,23 +146,6 @@ class IterDim:
     def reduce(self) -> bool:
         """True for a reduction dim (partial results accumulate over it)."""
         return self.loop == "ic"
-
-
-@dataclass(frozen=True, slots=True)
-class SliceShape:
-    """Seed ``temporalSliceShape``: what one tile handles in one temporal step."""
-
-    iteration: tuple[int, ...]
-    """Slice of each iteration dim."""
-    operands: tuple[tuple[int, ...], ...]
-    """Slice shape of each operand."""
-    results: tuple[tuple[int, ...], ...]
-    """Slice shape of each result."""
-
-    @property
-    def points(self) -> int:
-        """Points of the iteration slice (output elements x reduction extent)."""
-        return math.prod(self.iteration)
 
 
 @dataclass(frozen=True, slots=True)
