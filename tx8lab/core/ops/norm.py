@@ -72,18 +72,6 @@ class _RowNorm(OpDef):
         eps = float(self.attr(op, "epsilon")) if "epsilon" in self.attrs else 0.0
         return {"axis": norm_axis(self, self.attr(op, "axis"), rank), "epsilon": eps}
 
-    def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
-        """Seed ``tileShardingSplit`` for row norms (Softmax, LayerNorm, RMSNorm).
-
-        The input follows the output; a request to shard or split the normalised axes clears
-        that vector (the row must be whole on one tile in one step); weights follow the channel.
-
-        By :func:`tx8lab.core.schedule.sharding.split_by_dim_maps` (module docstring there).
-        """
-        from tx8lab.core.schedule.sharding import split_by_dim_maps
-
-        return split_by_dim_maps(self, op, param)
-
     def first_axis(self, op: Op) -> int:
         """The first normalised dim."""
         return norm_axis(self, self.attr(op, "axis"), op.operands[0].type.rank)
