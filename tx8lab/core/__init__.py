@@ -1,6 +1,8 @@
 """tx8lab core: the tx8be IR, op library, interpreter, passes and frontends.
 
-Imports nothing from ``tx8lab.widgets`` (DESIGN.md §1).
+Imports nothing from ``tx8lab.widgets`` (DESIGN.md §1). These re-exports sit above the
+modules they name: code inside core imports the submodules, never this namespace
+(``tests/test_layering.py``).
 """
 
 from __future__ import annotations
