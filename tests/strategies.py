@@ -16,16 +16,8 @@ import numpy as np
 from hypothesis import strategies as st
 
 from tx8lab.core.attrs import RandomInit
-from tx8lab.core.ir import (
-    Block,
-    Function,
-    IdCounter,
-    Module,
-    Op,
-    TensorType,
-    Value,
-    make_op,
-)
+from tx8lab.core.builder import make_op
+from tx8lab.core.ir import Block, Function, IdCounter, Module, Op, TensorType, Value
 from tx8lab.core.ops import OPS
 from tx8lab.core.verify import verify
 

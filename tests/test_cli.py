@@ -14,7 +14,7 @@ import pytest
 from tx8lab import cli
 from tx8lab._tools import run_mlir_opt
 from tx8lab.cli import main
-from tx8lab.core.ir import Builder
+from tx8lab.core.builder import Builder
 from tx8lab.core.passes import DEFAULT_PIPELINE
 from tx8lab.core.text import parse_module, print_module
 from tx8lab.core.zoo import MODELS

@@ -623,8 +623,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     fa.set_defaults(func=_cmd_fa)
 
-    from tx8lab.core.schedule.alloc_cli import add_arguments as alloc_arguments
-    from tx8lab.core.schedule.alloc_cli import cmd_alloc
+    from tx8lab.alloc_cli import add_arguments as alloc_arguments
+    from tx8lab.alloc_cli import cmd_alloc
 
     alloc = sub.add_parser(
         "alloc",

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tx8lab.core.schedule.alloc_bench import BENCH_DIR, case_path
-from tx8lab.core.schedule.alloc_cli import add_arguments, alloc_main, cmd_alloc, parse_bytes
+from tx8lab.alloc_cli import add_arguments, alloc_main, cmd_alloc, parse_bytes
+from tx8lab.bench.alloc import BENCH_DIR, case_path
 from tx8lab.core.schedule.spm_alloc import find_conflicts, read_problem, read_solution
 from tx8lab.errors import Tx8labError
 

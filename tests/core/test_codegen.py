@@ -25,8 +25,9 @@ from hypothesis import HealthCheck, given, settings
 
 from tests.strategies import modules
 from tx8lab.core import zoo
+from tx8lab.core.c_header import header_text
 from tx8lab.core.codegen import CodegenCache, _rotation, group_c, groups_c, main_c
-from tx8lab.core.codegen_c import CCall, c_function, header_text
+from tx8lab.core.codegen_c import CCall, c_function
 from tx8lab.core.ir import Module, Op
 from tx8lab.core.ops import OPS
 from tx8lab.core.ops.registry import SliceShape

@@ -13,9 +13,9 @@ import math
 import pytest
 
 from tests.core.ops.ophelpers import build
+from tx8lab.bench.cost import BOARD_GEMM_MS, cost_figures
 from tx8lab.core.ir import TensorType
 from tx8lab.core.ops import OPS
-from tx8lab.core.schedule.slicing import BOARD_GEMM_MS, cost_figures
 from tx8lab.core.schedule.tasks import OpStrategy
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import TX81

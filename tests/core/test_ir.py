@@ -12,8 +12,9 @@ from hypothesis import given
 from tests.strategies import modules
 from tx8lab.core import Builder, interpret, parse_module, print_module, random_inputs, verify
 from tx8lab.core.attrs import DevInfo, LayoutMode, MemScope, ParallelAttr, ParallelMode, RandomInit
+from tx8lab.core.builder import make_op
 from tx8lab.core.dtypes import round_to
-from tx8lab.core.ir import Block, Function, Module, Op, TensorType, Value, make_op
+from tx8lab.core.ir import Block, Function, Module, Op, TensorType, Value
 from tx8lab.core.text import print_attr, print_dense, renumber
 from tx8lab.core.verify import verify_problems
 from tx8lab.errors import Tx8labError

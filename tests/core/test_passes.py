@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 
 from tests.strategies import modules
 from tx8lab.core.attrs import RandomInit
+from tx8lab.core.builder import Builder
 from tx8lab.core.interpret import interpret, random_inputs
-from tx8lab.core.ir import Block, Builder, Function, Module, Op
+from tx8lab.core.ir import Block, Function, Module, Op
 from tx8lab.core.passes import DCE, FoldConstants
 from tx8lab.core.passes.base import Pass
 from tx8lab.core.passes.dce import dead_ops

@@ -7,7 +7,8 @@ from typing import ClassVar, Literal
 
 import pytest
 
-from tx8lab.core.ir import Block, Builder, Function, Module, Op
+from tx8lab.core.builder import Builder
+from tx8lab.core.ir import Block, Function, Module, Op
 from tx8lab.core.passes import DEFAULT_PIPELINE, PASSES, build_pipeline
 from tx8lab.core.passes.base import Decision, Pass, PassResult, Step, knob
 from tx8lab.core.runner import Explorer, run_pipeline

@@ -206,7 +206,7 @@ def test_cache_reuses_the_winner_by_position() -> None:
 
 
 def test_bench_figures_on_a_small_model(capsys: pytest.CaptureFixture[str]) -> None:
-    from tx8lab.core.schedule.search_bench import agreement, print_tables, search_figures
+    from tx8lab.bench.search import agreement, print_tables, search_figures
 
     row = search_figures(zoo.build("tiny_transformer_block"))
     assert row["groups"] == 11

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tx8lab.bench.alloc import BENCH_DIR, BEST_KNOWN, CASES, case_path
 from tx8lab.core.schedule import spm_alloc
-from tx8lab.core.schedule.alloc_bench import BENCH_DIR, BEST_KNOWN, CASES, case_path
 from tx8lab.core.schedule.spm_alloc import (
     Allocation,
     allocate,
@@ -432,7 +432,7 @@ def test_the_search_proves_infeasibility_below_the_live_bound() -> None:
 
 
 def test_bench_table_rows_for_both_strategies() -> None:
-    from tx8lab.core.schedule.alloc_bench import format_table, minimalloc_table
+    from tx8lab.bench.alloc import format_table, minimalloc_table
 
     rows = minimalloc_table(time_limit_s=5, cases="C")
     assert [(r["case"], r["strategy"]) for r in rows] == [("C", "seed"), ("C", "best")]

@@ -22,7 +22,7 @@ def group_entries(module: Module) -> list[dict[str, Any]]:
     """One JSON-ready dict per group: id, function, ops, kinds, rule, group_tag, need_barrier.
 
     Examples:
-        >>> from tx8lab.core.ir import Builder
+        >>> from tx8lab.core.builder import Builder
         >>> from tx8lab.core.passes.group_optimization import GroupOptimization
         >>> from tx8lab.hw import TX81
         >>> b = Builder(); b.output(b.op("Relu", b.input((2,))))

@@ -14,13 +14,12 @@ import numpy as np
 
 from tx8lab.core.dtypes import round_to
 from tx8lab.core.ir import TERMINATORS, Block, Module, Value
+from tx8lab.core.ops import OPS
 from tx8lab.core.ops.registry import Array
 from tx8lab.errors import Tx8labError
 
 
 def _run_block(block: Block, env: dict[tuple[int, int, bool], Array]) -> list[Array]:
-    from tx8lab.core.ops import OPS
-
     for op in block.ops:
         inputs = [env[v.key] for v in op.operands]
         if op.kind in TERMINATORS:

@@ -21,14 +21,13 @@ Readings chosen:
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from tx8lab.core.dtypes import check_dtype, from_numpy
+from tx8lab.core.dtypes import check_dtype
 from tx8lab.errors import Tx8labError
 
 DIALECT = "tx8be"
@@ -250,9 +249,17 @@ class Module:
         return sum(1 for op in self.walk() if op.kind not in TERMINATORS)
 
     def __str__(self) -> str:
-        from tx8lab.core.text import print_module
+        return _module_printer(self)
 
-        return print_module(self)
+
+#: How ``str(module)`` prints; ``tx8lab.core.text`` installs ``print_module`` on import.
+_module_printer: Callable[[Module], str] = repr
+
+
+def set_module_printer(printer: Callable[[Module], str]) -> None:
+    """Install the text form ``str(module)`` prints (the text layer sits above the IR)."""
+    global _module_printer
+    _module_printer = printer
 
 
 def full_kind(kind: str) -> str:
@@ -290,27 +297,6 @@ class IdCounter:
         return self._next
 
 
-def make_op(
-    kind: str,
-    operands: Sequence[Value],
-    attrs: Mapping[str, Any] | None = None,
-    *,
-    op_id: int,
-    result_types: Sequence[TensorType] | None = None,
-    regions: Sequence[Block] = (),
-    created_by: str | None = None,
-) -> Op:
-    """Create an op, inferring result types from the op library when not given."""
-    kind = full_kind(kind)
-    clean = {k: normalize_attr(k, v) for k, v in (attrs or {}).items()}
-    if result_types is None:
-        from tx8lab.core.ops import get_op_def
-
-        result_types = get_op_def(kind).infer_type([v.type for v in operands], clean)
-    results = tuple(Value(op_id, i, t) for i, t in enumerate(result_types))
-    return Op(op_id, kind, tuple(operands), results, clean, tuple(regions), created_by)
-
-
 def remap_operands(ops: Iterable[Op], mapping: Mapping[tuple[int, int, bool], Value]) -> list[Op]:
     """Replace operands found in ``mapping`` (by value key), recursing into regions.
 
@@ -340,90 +326,3 @@ def users_of(func: Function) -> dict[tuple[int, int, bool], list[tuple[Op, int]]
         for index, value in enumerate(op.operands):
             uses.setdefault(value.key, []).append((op, index))
     return uses
-
-
-class Builder:
-    """Builds a module op by op; reads well in a notebook.
-
-    Examples:
-        >>> b = Builder()
-        >>> x = b.input((1, 4), "f32")
-        >>> y = b.op("Relu", x)
-        >>> b.output(y)
-        >>> module = b.finish()
-        >>> [op.kind for op in module.main.ops]
-        ['tx8be.Relu', 'func.return']
-    """
-
-    def __init__(self, name: str = "main", **module_attrs: Any) -> None:
-        self._name = name
-        self._ids = IdCounter(0)
-        self._args: list[Value] = []
-        self._ops: list[Op] = []
-        self._outputs: list[Value] = []
-        self._attrs = {k: normalize_attr(k, v) for k, v in module_attrs.items()}
-        self._const_seed = itertools.count(1)
-
-    def input(self, shape: Sequence[int], dtype: str = "f32") -> Value:
-        """Add a function argument."""
-        value = Value(-1, len(self._args), TensorType(tuple(shape), dtype), is_arg=True)
-        self._args.append(value)
-        return value
-
-    def op(self, kind: str, *operands: Value, **attrs: Any) -> Any:
-        """Append an op; returns its result, or a tuple of results when several."""
-        op = make_op(kind, operands, attrs, op_id=self._ids())
-        self._ops.append(op)
-        return op.results[0] if len(op.results) == 1 else op.results
-
-    def constant(self, data: Any, dtype: str | None = None) -> Value:
-        """A ``tx8be.Constant`` holding ``data`` (numpy array or nested lists)."""
-        array = np.asarray(data)
-        dtype = dtype or from_numpy(array.dtype)
-        from tx8lab.core.dtypes import round_to
-
-        array = round_to(array, dtype)
-        value: Value = self.op("Constant", value=array, dtype=dtype)
-        return value
-
-    def weight(
-        self,
-        shape: Sequence[int],
-        dtype: str = "f16",
-        *,
-        scale: float | None = None,
-        offset: float = 0.0,
-        distribution: str = "normal",
-    ) -> Value:
-        """A random constant described by a seed (see ``RandomInit``), not by bytes.
-
-        ``scale`` defaults to ``1/sqrt(fan_in)`` with fan-in the product of all but the
-        first dimension, which keeps activations of deep zoo models in range.
-        """
-        from tx8lab.core.attrs import RandomInit
-
-        shape = tuple(int(d) for d in shape)
-        if scale is None:
-            fan_in = 1
-            for d in shape[1:] or shape:
-                fan_in *= d
-            scale = float(1.0 / np.sqrt(max(fan_in, 1)))
-        init = RandomInit(next(self._const_seed), distribution, float(scale), float(offset))
-        value: Value = self.op("Constant", value=init, shape=shape, dtype=dtype)
-        return value
-
-    def output(self, *values: Value) -> None:
-        """Mark values as function outputs (call once, with all of them)."""
-        self._outputs.extend(values)
-
-    def finish(self) -> Module:
-        """The finished module (verified)."""
-        if not self._outputs:
-            raise Tx8labError("Builder.finish: call output(...) with the function's results")
-        ret = Op(-1, "func.return", tuple(self._outputs), ())
-        func = Function(self._name, Block(tuple(self._args), (*self._ops, ret)))
-        module = Module((func,), self._attrs, self._ids.next_id)
-        from tx8lab.core.verify import verify
-
-        verify(module)
-        return module

@@ -101,7 +101,7 @@ class Explorer:
     """A pipeline that re-runs only what a change invalidates, for notebooks and widgets.
 
     Examples:
-        >>> from tx8lab.core.ir import Builder
+        >>> from tx8lab.core.builder import Builder
         >>> from tx8lab.hw import TX81
         >>> b = Builder(); x = b.input((2,)); _ = b.op("Neg", x); b.output(b.op("Relu", x))
         >>> ex = Explorer(b.finish(), ["fold-constants", "dce"], TX81)

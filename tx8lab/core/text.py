@@ -20,7 +20,7 @@ Readings chosen:
   to the data, and ``parse_module`` says so.
 
 Examples:
-    >>> from tx8lab.core.ir import Builder
+    >>> from tx8lab.core.builder import Builder
     >>> b = Builder(); x = b.input((2,), "f32"); b.output(b.op("Relu", x))
     >>> text = print_module(b.finish())
     >>> print_module(parse_module(text)) == text
@@ -40,7 +40,16 @@ import numpy as np
 
 from tx8lab.core import attrs as A
 from tx8lab.core.dtypes import from_bits_image, numpy_dtype, round_to, to_bits_image
-from tx8lab.core.ir import TERMINATORS, Block, Function, Module, Op, TensorType, Value
+from tx8lab.core.ir import (
+    TERMINATORS,
+    Block,
+    Function,
+    Module,
+    Op,
+    TensorType,
+    Value,
+    set_module_printer,
+)
 from tx8lab.errors import Tx8labError
 
 _INDENT = "  "
@@ -910,3 +919,7 @@ def renumber(module: Module) -> Module:
 
     functions = tuple(Function(f.name, fix(f.body, f.body.args)) for f in module.functions)
     return Module(functions, module.attrs, counter)
+
+
+# str(module) prints the text form; the IR cannot import this module, so it is told here
+set_module_printer(print_module)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from tx8lab.core.ir import TERMINATORS, Block, Module, Op, Value
+from tx8lab.core.ops import OPS
 from tx8lab.errors import Tx8labError
 
 #: Ops whose result types come from their region (checked against the region's Return).
@@ -27,8 +28,6 @@ PostCondition = Callable[[Module], Iterable[str]]
 
 def verify_problems(module: Module) -> list[str]:
     """Every problem found, each naming the op (``%7 tx8be.Add: ...``)."""
-    from tx8lab.core.ops import OPS
-
     problems: list[str] = []
     seen_ids: dict[int, Op] = {}
     names = [f.name for f in module.functions]

@@ -31,7 +31,7 @@ Readings chosen where the sources are vague:
   shape granule (hw-fa-fusion §1.2: the NE clock is not published).
 - No calibration factor: the model is the data sheet plus the granule, DMA share and issue
   overhead. Its ratio to the board's GEMM figure is reported by
-  ``tx8lab.core.schedule.slicing.cost_figures`` rather than folded into a hidden constant.
+  ``tx8lab.bench.cost.cost_figures`` rather than folded into a hidden constant.
 - Issue overhead is per command and one op slice is one command, as in seed 001's
   ``main.c`` (one ``op_*`` call per load, compute and store in each loop iteration).
 - A zero-sized slice costs nothing but its issue time.

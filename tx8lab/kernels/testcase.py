@@ -43,9 +43,10 @@ import numpy as np
 import numpy.typing as npt
 
 from tx8lab.core.attrs import LayoutMode
+from tx8lab.core.builder import Builder
 from tx8lab.core.dtypes import round_to
 from tx8lab.core.interpret import interpret
-from tx8lab.core.ir import Builder, Module
+from tx8lab.core.ir import Module
 from tx8lab.core.layouts import layout_for, pack, unpack
 from tx8lab.core.text import parse_module, print_module
 from tx8lab.errors import Tx8labError

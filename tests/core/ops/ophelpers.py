@@ -8,8 +8,9 @@ import numpy as np
 import onnx
 from onnx import helper
 
+from tx8lab.core.builder import make_op
 from tx8lab.core.dtypes import from_numpy
-from tx8lab.core.ir import Op, TensorType, Value, make_op
+from tx8lab.core.ir import Op, TensorType, Value
 from tx8lab.core.ops import get_op_def
 
 RNG = np.random.default_rng(1234)

@@ -40,8 +40,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from tx8lab.core.builder import Builder
 from tx8lab.core.dtypes import from_numpy, round_to
-from tx8lab.core.ir import Builder, Module, Value
+from tx8lab.core.ir import Module, Value
 from tx8lab.errors import Tx8labError
 
 Array = npt.NDArray[Any]

@@ -38,8 +38,9 @@ from typing import Any
 
 import numpy as np
 
+from tx8lab.core.builder import Builder
 from tx8lab.core.dtypes import FLOAT_DTYPES
-from tx8lab.core.ir import Builder, Module, Value
+from tx8lab.core.ir import Module, Value
 from tx8lab.errors import Tx8labError
 
 #: One parameter: (default, type, help).

@@ -38,7 +38,6 @@ from tx8lab.core.ops.registry import (
     AttrSpec,
     OpAttr,
     OpDef,
-    ShardingSplitParam,
     SliceShape,
     f32,
 )
@@ -118,17 +117,6 @@ class UnaryOp(OpDef):
                     "beta": max(-_FLT_MAX, min(_FLT_MAX, float(self.attr(op, high)))),
                 }
         return {}
-
-    def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
-        """Seed ``tileShardingSplit`` for activation.
-
-        The operand follows the output dim for dim.
-
-        By :func:`tx8lab.core.schedule.sharding.split_by_dim_maps` (module docstring there).
-        """
-        from tx8lab.core.schedule.sharding import split_by_dim_maps
-
-        return split_by_dim_maps(self, op, param)
 
     def _infer(
         self, operands: Sequence[TensorType], attrs: Mapping[str, Any]

@@ -41,7 +41,6 @@ from tx8lab.core.ops.registry import (
     IterDim,
     OpAttr,
     OpDef,
-    ShardingSplitParam,
     SliceShape,
     f32,
 )
@@ -169,19 +168,6 @@ class Conv2d(OpDef):
         "dilations": AttrSpec(tuple, (1, 1), "(dilation_h, dilation_w)"),
         "group": AttrSpec(int, 1, "number of channel groups"),
     }
-
-    def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
-        """Seed ``tileShardingSplit`` for conv.
-
-        The input follows N, OH, OW (a window's rows and columns: its slice grows by the halo,
-        its factors do not) and IC; the weight follows OC and IC; the bias OC; IC takes the
-        factor given after the output's (1 when not given).
-
-        By :func:`tx8lab.core.schedule.sharding.split_by_dim_maps` (module docstring there).
-        """
-        from tx8lab.core.schedule.sharding import split_by_dim_maps
-
-        return split_by_dim_maps(self, op, param)
 
     def params(
         self, attrs: Mapping[str, Any]

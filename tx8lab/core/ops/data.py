@@ -75,7 +75,6 @@ from tx8lab.core.ops.registry import (
     IterDim,
     OpAttr,
     OpDef,
-    ShardingSplitParam,
     SliceShape,
     StopsLayout,
 )
@@ -139,19 +138,6 @@ class _DataOp(OpDef):
             return {"axis": -1}
         rank = op.operands[0].type.rank if op.operands else op.results[0].type.rank
         return {"axis": norm_axis(self, self.attr(op, "axis"), max(rank, 1))}
-
-    def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
-        """Seed ``tileShardingSplit`` for data ops.
-
-        Each operand dim follows the iteration dim the op maps it to (Reshape, Transpose,
-        Concatenate, Slice, Pad, Gather ... each by its ``operand_dims``), a dim taken whole
-        gets 1.
-
-        By :func:`tx8lab.core.schedule.sharding.split_by_dim_maps` (module docstring there).
-        """
-        from tx8lab.core.schedule.sharding import split_by_dim_maps
-
-        return split_by_dim_maps(self, op, param)
 
     def op_attr(self, op: Op) -> OpAttr:
         return both_attr(op)

@@ -30,7 +30,7 @@ import numpy as np
 
 from tx8lab.core.ir import Op, TensorType
 from tx8lab.core.ops.common import both_attr
-from tx8lab.core.ops.registry import Array, AttrSpec, OpAttr, OpDef, ShardingSplitParam, f32
+from tx8lab.core.ops.registry import Array, AttrSpec, OpAttr, OpDef, f32
 from tx8lab.errors import Tx8labError
 
 
@@ -58,18 +58,6 @@ class BinaryOp(OpDef):
     family = "elementwise"
     num_operands = 2
     c_param = "ELTWISE_PARAM"
-
-    def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
-        """Seed ``tileShardingSplit`` for elementwise.
-
-        Each operand follows the output's factors on the dims it broadcasts from (numpy right
-        alignment), 1 on a size-1 (broadcast) dim.
-
-        By :func:`tx8lab.core.schedule.sharding.split_by_dim_maps` (module docstring there).
-        """
-        from tx8lab.core.schedule.sharding import split_by_dim_maps
-
-        return split_by_dim_maps(self, op, param)
 
     def _infer(
         self, operands: Sequence[TensorType], attrs: Mapping[str, Any]
@@ -220,18 +208,6 @@ class Where(OpDef):
     family = "elementwise"
     num_operands = 3
     c_param = "ELTWISE_PARAM"
-
-    def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
-        """Seed ``tileShardingSplit`` for elementwise.
-
-        Condition and both branches follow the output's factors on the dims they broadcast from,
-        1 on a size-1 (broadcast) dim.
-
-        By :func:`tx8lab.core.schedule.sharding.split_by_dim_maps` (module docstring there).
-        """
-        from tx8lab.core.schedule.sharding import split_by_dim_maps
-
-        return split_by_dim_maps(self, op, param)
 
     def _infer(
         self, operands: Sequence[TensorType], attrs: Mapping[str, Any]

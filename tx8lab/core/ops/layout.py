@@ -21,7 +21,6 @@ from tx8lab.core.ops.registry import (
     AttrSpec,
     OpAttr,
     OpDef,
-    ShardingSplitParam,
     SliceShape,
 )
 
@@ -42,17 +41,6 @@ class ChannelNorm(OpDef):
     attrs: ClassVar[dict[str, AttrSpec]] = {
         "direction": AttrSpec(bool, doc="true = to ALIGN, false = to NALIGN"),
     }
-
-    def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
-        """Seed ``tileShardingSplit`` for ChannelNorm.
-
-        The input follows the output dim for dim.
-
-        By :func:`tx8lab.core.schedule.sharding.split_by_dim_maps` (module docstring there).
-        """
-        from tx8lab.core.schedule.sharding import split_by_dim_maps
-
-        return split_by_dim_maps(self, op, param)
 
     def op_attr(self, op: Op) -> OpAttr:
         mode = AlignMode.ALIGN if self.attr(op, "direction") else AlignMode.NALIGN

@@ -37,7 +37,6 @@ from tx8lab.core.ops.registry import (
     IterDim,
     OpAttr,
     OpDef,
-    ShardingSplitParam,
     SliceShape,
     broadcast_map,
     f32,
@@ -63,19 +62,6 @@ class _NeOp(OpDef):
         for name in ("trans_a", "trans_b"):
             fields[name] = bool(self.attr(op, name)) if name in self.attrs else False
         return fields
-
-    def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
-        """Seed ``tileShardingSplit`` for matmul/gemm.
-
-        A ``[.., M, K]`` and B ``[.., K, N]`` follow M, N and the batch dims; K takes the factor
-        given after the output's (the op's reduceSplit, 1 when not given); sharding K clears the
-        sharding; a bias follows N.
-
-        By :func:`tx8lab.core.schedule.sharding.split_by_dim_maps` (module docstring there).
-        """
-        from tx8lab.core.schedule.sharding import split_by_dim_maps
-
-        return split_by_dim_maps(self, op, param)
 
     def op_attr(self, op: Op) -> OpAttr:
         return align_attr(op, engine=NE)

@@ -31,7 +31,6 @@ from tx8lab.core.ops.registry import (
     AttrSpec,
     OpAttr,
     OpDef,
-    ShardingSplitParam,
     _default_layout,
 )
 
@@ -49,17 +48,6 @@ class Constant(OpDef):
         "shape": AttrSpec(tuple, None, "shape, for a RandomInit value"),
         "dtype": AttrSpec(str, None, "element type (f32, f16, bf16, tf32, i8, i32, i64, i1)"),
     }
-
-    def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
-        """Seed ``tileShardingSplit`` for constants.
-
-        No operands, nothing to propagate.
-
-        By :func:`tx8lab.core.schedule.sharding.split_by_dim_maps` (module docstring there).
-        """
-        from tx8lab.core.schedule.sharding import split_by_dim_maps
-
-        return split_by_dim_maps(self, op, param)
 
     def _infer(
         self, operands: Sequence[TensorType], attrs: Mapping[str, Any]
@@ -122,17 +110,6 @@ class LoadVar(OpDef):
         """``op_dma_load(dst, ddr, g)``: the variable's slice DDR -> SPM (RDMA)."""
         return f"op_dma_load({call.outs[0]}, {call.ddr}, {call.g_shape})"
 
-    def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
-        """Seed ``tileShardingSplit`` for load.
-
-        The DDR source follows the loaded value dim for dim.
-
-        By :func:`tx8lab.core.schedule.sharding.split_by_dim_maps` (module docstring there).
-        """
-        from tx8lab.core.schedule.sharding import split_by_dim_maps
-
-        return split_by_dim_maps(self, op, param)
-
     def op_attr(self, op: Op) -> OpAttr:
         return OpAttr(
             align_mode=AlignMode.BOTH, default_layout=_default_layout(op), engine=Engine.RDMA
@@ -154,17 +131,6 @@ class StoreVar(OpDef):
     def codegen(self, op: Op, call: CCall) -> str:
         """``op_dma_store(src, ddr, g)``: the slice SPM -> DDR (WDMA)."""
         return f"op_dma_store({call.ins[0]}, {call.ddr}, {call.g_shape})"
-
-    def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
-        """Seed ``tileShardingSplit`` for store.
-
-        The stored value follows the stored result dim for dim.
-
-        By :func:`tx8lab.core.schedule.sharding.split_by_dim_maps` (module docstring there).
-        """
-        from tx8lab.core.schedule.sharding import split_by_dim_maps
-
-        return split_by_dim_maps(self, op, param)
 
     def op_attr(self, op: Op) -> OpAttr:
         return OpAttr(

@@ -72,18 +72,6 @@ class _RowNorm(OpDef):
         eps = float(self.attr(op, "epsilon")) if "epsilon" in self.attrs else 0.0
         return {"axis": norm_axis(self, self.attr(op, "axis"), rank), "epsilon": eps}
 
-    def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
-        """Seed ``tileShardingSplit`` for row norms (Softmax, LayerNorm, RMSNorm).
-
-        The input follows the output; a request to shard or split the normalised axes clears
-        that vector (the row must be whole on one tile in one step); weights follow the channel.
-
-        By :func:`tx8lab.core.schedule.sharding.split_by_dim_maps` (module docstring there).
-        """
-        from tx8lab.core.schedule.sharding import split_by_dim_maps
-
-        return split_by_dim_maps(self, op, param)
-
     def first_axis(self, op: Op) -> int:
         """The first normalised dim."""
         return norm_axis(self, self.attr(op, "axis"), op.operands[0].type.rank)
@@ -289,7 +277,8 @@ class BatchNorm_Inference(OpDef):
         """Seed ``BatchNorm_InferenceOp::tileShardingSplit``: input, scale, offset, mean, var.
 
         Examples:
-            >>> from tx8lab.core.ir import TensorType, Value, make_op
+            >>> from tx8lab.core.ir import TensorType, Value
+            >>> from tx8lab.core.builder import make_op
             >>> x, p = TensorType((4, 112, 2, 129), "f16"), TensorType((1, 1, 1, 129), "f32")
             >>> args = [Value(-1, i, t, is_arg=True) for i, t in enumerate([x] + [p] * 4)]
             >>> op = make_op("BatchNorm_Inference", args, {}, op_id=0)

@@ -38,7 +38,6 @@ from tx8lab.core.ops.registry import (
     IterDim,
     OpAttr,
     OpDef,
-    ShardingSplitParam,
     SliceShape,
     f32,
 )
@@ -64,17 +63,6 @@ class _Pool2d(OpDef):
             "strides": tuple(self.attr(op, "strides")),
             "pads": tuple(self.attr(op, "pads")),
         }
-
-    def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
-        """Seed ``tileShardingSplit`` for pool.
-
-        The input follows N, OH, OW, C (window dims with a halo).
-
-        By :func:`tx8lab.core.schedule.sharding.split_by_dim_maps` (module docstring there).
-        """
-        from tx8lab.core.schedule.sharding import split_by_dim_maps
-
-        return split_by_dim_maps(self, op, param)
 
     def geometry(
         self, x: TensorType, attrs: Mapping[str, Any]
@@ -196,18 +184,6 @@ class GlobalAvgPool(OpDef):
         """The window is the whole H x W of the NHWC input."""
         h, w = op.operands[0].type.shape[1:3]
         return {"kernel": (h, w), "strides": (1, 1), "pads": (0, 0, 0, 0)}
-
-    def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
-        """Seed ``tileShardingSplit`` for global pool.
-
-        The input follows N and C, its H and W are taken whole (reduction dims: factors given
-        after the output's, sharding them clears it).
-
-        By :func:`tx8lab.core.schedule.sharding.split_by_dim_maps` (module docstring there).
-        """
-        from tx8lab.core.schedule.sharding import split_by_dim_maps
-
-        return split_by_dim_maps(self, op, param)
 
     def _infer(
         self, operands: Sequence[TensorType], attrs: Mapping[str, Any]

@@ -36,7 +36,6 @@ from tx8lab.core.ops.registry import (
     IterDim,
     OpAttr,
     OpDef,
-    ShardingSplitParam,
     SliceShape,
     carry_backward,
     carry_forward,
@@ -60,19 +59,6 @@ class _Reduce(OpDef):
         rank = op.operands[0].type.rank
         axes = tuple(sorted(norm_axis(self, a, rank) for a in self.attr(op, "axes")))
         return {"axes": axes, "num_axes": len(axes), "keepdims": bool(self.attr(op, "keepdims"))}
-
-    def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
-        """Seed ``tileShardingSplit`` for reduce.
-
-        Kept dims follow the output; each reduced axis takes the factor given for its reduction
-        dim after the output's (1 when not given); sharding a reduced axis clears the sharding
-        (no cross-tile reduction).
-
-        By :func:`tx8lab.core.schedule.sharding.split_by_dim_maps` (module docstring there).
-        """
-        from tx8lab.core.schedule.sharding import split_by_dim_maps
-
-        return split_by_dim_maps(self, op, param)
 
     def axes(self, rank: int, attrs: Mapping[str, Any]) -> tuple[int, ...]:
         """Checked non-negative, sorted axes."""

@@ -22,8 +22,8 @@ in ``tx8lab.core.ops`` maps ``"tx8be.<Name>"`` to an instance.
   ``tx8lab.hw.cost`` (NE MACs from :meth:`OpDef.ne_shape`, CT work from
   :meth:`OpDef.vector_ops_per_element`) |
 | ``tileShardingSplit`` | :meth:`OpDef.tile_sharding_split` over :class:`ShardingSplitParam`
-  (BatchNorm_Inference has the seed's code; every other family maps operand dims through
-  :meth:`OpDef.operand_dims`, see ``tx8lab.core.schedule.sharding``) |
+  (BatchNorm_Inference has the seed's code; the default maps operand dims through
+  :meth:`OpDef.operand_dims`) |
 | ``genOpCode`` | :meth:`OpDef.codegen` (one C call per slice; each family sets ``c_param``
   and :meth:`OpDef.codegen_fields`, see ``tx8lab.core.codegen_c``) |
 | ``backWindow`` | a stub that raises ``NotImplementedError`` naming the op |
@@ -78,7 +78,8 @@ from tx8lab.core.layout_str import (
     tensor_layout,
 )
 from tx8lab.core.layouts import footprint_bits
-from tx8lab.core.schedule.tasks import OpStrategy
+from tx8lab.core.tiling import OpStrategy as OpStrategy
+from tx8lab.core.tiling import SliceShape as SliceShape
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import cost as hwcost
 from tx8lab.hw.config import ChipConfig
@@ -145,23 +146,6 @@ class IterDim:
     def reduce(self) -> bool:
         """True for a reduction dim (partial results accumulate over it)."""
         return self.loop == "ic"
-
-
-@dataclass(frozen=True, slots=True)
-class SliceShape:
-    """Seed ``temporalSliceShape``: what one tile handles in one temporal step."""
-
-    iteration: tuple[int, ...]
-    """Slice of each iteration dim."""
-    operands: tuple[tuple[int, ...], ...]
-    """Slice shape of each operand."""
-    results: tuple[tuple[int, ...], ...]
-    """Slice shape of each result."""
-
-    @property
-    def points(self) -> int:
-        """Points of the iteration slice (output elements x reduction extent)."""
-        return math.prod(self.iteration)
 
 
 @dataclass(frozen=True, slots=True)
@@ -571,10 +555,27 @@ class OpDef:
 
     # ------------------------------------------------------------- filled by later issues
     def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
-        """Seed ``tileShardingSplit``: each operand's factors from the output's."""
-        raise NotImplementedError(
-            f"{self.kind}: tile_sharding_split comes with the sharding-search issue"
-        )
+        """Seed ``tileShardingSplit`` by the op's dim maps: one factor pair per operand.
+
+        An operand dim follows the iteration dim ``operand_dims`` names (its factors), a dim
+        taken whole gets 1; the operand's sharding (split) is cleared when the request shards
+        (splits) an iteration dim the op forbids, or cuts a result dim it takes whole. Every
+        family but BatchNorm (the seed's own code) uses this.
+        """
+        dims = self.iter_dims(op)
+        shard = iteration_vector(self, op, dims, param.out_sharding, "outSharding")
+        split = iteration_vector(self, op, dims, param.out_split, "outSplit")
+        if shard and any(f > 1 and not d.shardable for f, d in zip(shard, dims, strict=True)):
+            shard = []
+        if split and any(f > 1 and not d.splittable for f, d in zip(split, dims, strict=True)):
+            split = []
+        return [
+            ShardingSplitParam(
+                tuple(1 if d is None else shard[d] for d in omap) if shard else (),
+                tuple(1 if d is None else split[d] for d in omap) if split else (),
+            )
+            for omap in self.operand_dims(op)
+        ]
 
     def back_window(self, op: Op, param: Any) -> list[Any]:
         """Seed ``backWindow``."""
@@ -608,6 +609,38 @@ class OpDef:
     def codegen_fields(self, op: Op, slice_shape: SliceShape) -> dict[str, Any]:
         """The family's own parameter fields for one slice (default: none)."""
         return {}
+
+
+def iteration_vector(
+    defn: OpDef, op: Op, dims: Sequence[IterDim], values: Sequence[int], what: str
+) -> list[int]:
+    """Output-indexed factors (plus one per extra iteration dim) -> iteration-dim factors.
+
+    ``[]`` when the vector cuts a result dim the op takes whole (the seed's cleared vector).
+    """
+    rmap = defn.result_dims(op)[0] if op.results else ()
+    extra = [i for i in range(len(dims)) if i not in rmap]
+    rank = len(rmap)
+    if len(values) not in (rank, rank + len(extra)):
+        shape = op.results[0].type.shape if op.results else ()
+        names = ", ".join(dims[i].name for i in extra)
+        raise defn.fail(
+            f"{op.label}: tileShardingSplit needs {what} of the output's rank {rank} "
+            f"(shape {shape})"
+            + (f", optionally plus one for each of {names}" if extra else "")
+            + f", got {tuple(values)}"
+        )
+    out = [1] * len(dims)
+    for e, d in enumerate(rmap):
+        if d is not None:
+            out[d] = values[e]
+        elif values[e] != 1:
+            out = []  # a result dim the op takes whole cannot be cut
+            return out
+    for k, i in enumerate(extra):
+        if rank + k < len(values):
+            out[i] = values[rank + k]
+    return out
 
 
 class StopsLayout(OpDef):

@@ -53,8 +53,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from tx8lab.core.attrs import DevInfo, LayoutMode
+from tx8lab.core.builder import make_op
 from tx8lab.core.constants import LOAD_CONST
-from tx8lab.core.ir import Block, IdCounter, Module, Op, Value, make_op
+from tx8lab.core.ir import Block, IdCounter, Module, Op, Value
 from tx8lab.core.layouts import layout_for
 from tx8lab.core.passes.base import Decision, Pass, PassResult, knob
 from tx8lab.core.passes.layout_align import ALIGNED_LAYOUTS, alignment_conflicts, color_name

@@ -54,7 +54,7 @@ def dead_ops(block: Block) -> list[Op]:
     """Top-level ops of ``block`` that DCE would remove, in block order.
 
     Examples:
-        >>> from tx8lab.core.ir import Builder
+        >>> from tx8lab.core.builder import Builder
         >>> b = Builder(); x = b.input((2,)); _ = b.op("Neg", x); b.output(b.op("Relu", x))
         >>> [op.kind for op in dead_ops(b.finish().main.body)]
         ['tx8be.Neg']

@@ -32,8 +32,9 @@ from typing import ClassVar
 import numpy as np
 
 from tx8lab.core.attrs import RandomInit
+from tx8lab.core.builder import make_op
 from tx8lab.core.dtypes import bits_of, round_to
-from tx8lab.core.ir import TERMINATORS, Block, IdCounter, Module, Op, Value, make_op
+from tx8lab.core.ir import TERMINATORS, Block, IdCounter, Module, Op, Value
 from tx8lab.core.ops.registry import Array
 from tx8lab.core.passes.base import Decision, Pass, PassResult, knob
 from tx8lab.hw.config import ChipConfig

@@ -24,10 +24,12 @@ from typing import ClassVar
 
 from tx8lab.core.ir import Module
 from tx8lab.core.passes.base import Pass, PassResult, knob
+from tx8lab.core.passes.group_hdfg import GroupHDFG
+from tx8lab.core.passes.group_pattern import GroupPattern
 from tx8lab.hw.config import ChipConfig
 
-#: strategy -> the pass that does the grouping
-GROUPERS = {"pattern": "group-pattern", "hdfg": "group-hdfg"}
+#: strategy -> the pass that does the grouping (the registry lists the same classes)
+GROUPERS: dict[str, type[Pass]] = {"pattern": GroupPattern, "hdfg": GroupHDFG}
 
 
 @dataclass(frozen=True)
@@ -52,10 +54,8 @@ class Group(Pass):
 
     def grouper(self) -> Pass:
         """The pass this strategy runs, with its knob."""
-        from tx8lab.core.passes import get_pass
-
         # the knob's choices are checked when the pass is made, so the key exists
-        cls = get_pass(GROUPERS[self.strategy])
+        cls = GROUPERS[self.strategy]
         knobs = (
             {"opt_group": self.opt_group} if self.strategy == "pattern" else {"graph": self.graph}
         )

@@ -39,7 +39,7 @@ def tile_dims(module: Module, hw: ChipConfig) -> tuple[int, int]:
     """(x_dim, y_dim): the module's ``tx8be.tile_dx``/``tile_dy``, else the hw mesh.
 
     Examples:
-        >>> from tx8lab.core.ir import Builder
+        >>> from tx8lab.core.builder import Builder
         >>> from tx8lab.hw import TX81
         >>> b = Builder(); b.output(b.op("Relu", b.input((2,))))
         >>> tile_dims(b.finish(), TX81.with_overrides({"mesh_shape": "2x4"}))

@@ -66,7 +66,7 @@ def ungrouped_compute_ops(func: Function) -> list[Op]:
     """Top-level compute ops of ``func`` (those group-optimization puts in a group).
 
     Examples:
-        >>> from tx8lab.core.ir import Builder
+        >>> from tx8lab.core.builder import Builder
         >>> b = Builder(); x = b.input((2,)); b.output(b.op("Relu", b.op("Neg", x)))
         >>> [op.kind for op in ungrouped_compute_ops(b.finish().main)]
         ['tx8be.Neg', 'tx8be.Relu']

@@ -56,7 +56,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from tx8lab.core.attrs import AlignMode, DevInfo, LayoutMode
-from tx8lab.core.ir import TERMINATORS, Function, IdCounter, Module, Op, Value, make_op
+from tx8lab.core.builder import make_op
+from tx8lab.core.ir import TERMINATORS, Function, IdCounter, Module, Op, Value
 from tx8lab.core.layouts import layout_for
 from tx8lab.core.passes.base import Decision, Pass, PassResult, knob
 from tx8lab.hw.config import ChipConfig

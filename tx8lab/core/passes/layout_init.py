@@ -43,7 +43,7 @@ def initial_layout(op: Op) -> str | None:
             string does not fit the op.
 
     Examples:
-        >>> from tx8lab.core.ir import Builder
+        >>> from tx8lab.core.builder import Builder
         >>> b = Builder(); a = b.input((1, 8)); w = b.input((8, 4))
         >>> b.output(b.op("Gemm", a, w)); gemm = b.finish().main.ops[0]
         >>> initial_layout(gemm)

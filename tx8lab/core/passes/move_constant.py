@@ -54,6 +54,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from tx8lab.core.builder import make_op
 from tx8lab.core.constants import (
     LOAD_CONST,
     THRESHOLD_ATTR,
@@ -61,7 +62,7 @@ from tx8lab.core.constants import (
     ParamInfo,
     default_threshold_bytes,
 )
-from tx8lab.core.ir import TERMINATORS, Block, IdCounter, Module, Op, Value, make_op
+from tx8lab.core.ir import TERMINATORS, Block, IdCounter, Module, Op, Value
 from tx8lab.core.passes.base import Decision, Pass, PassResult, knob
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
@@ -100,7 +101,7 @@ def use_needs_load(user: Op, index: int) -> bool | None:
     argument only such ops use.
 
     Examples:
-        >>> from tx8lab.core.ir import Builder
+        >>> from tx8lab.core.builder import Builder
         >>> b = Builder(); ids = b.input((2,), "i32")
         >>> table = b.weight((10, 4), "f16")
         >>> b.output(b.op("Embedding", table, ids))

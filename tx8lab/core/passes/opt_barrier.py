@@ -48,7 +48,7 @@ def node_layers(ops: Sequence[Op]) -> list[int]:
     """Layer of each op of a top-level op list (no terminator): 0 = nothing reads it.
 
     Examples:
-        >>> from tx8lab.core.ir import Builder
+        >>> from tx8lab.core.builder import Builder
         >>> b = Builder(); x = b.input((2,)); y = b.op("Neg", x)
         >>> b.output(b.op("Add", b.op("Relu", y), y))
         >>> node_layers(b.finish().main.ops[:-1])

@@ -18,11 +18,11 @@ Three pure stages a search (or a notebook) calls on their own:
 3. :func:`propagate`: a group's output factors -> a :class:`~tx8lab.core.schedule.tasks.Strategy`
    (what ``slicing.schedule_input`` takes) and a record per op (:class:`PropagationRecord`).
 
-The op library's ``tile_sharding_split`` (seed ``tileShardingSplit``) is filled for every op
-family through :func:`split_by_dim_maps`: an operand dim takes the factors of the iteration
-dim it follows (``operand_dims``), a dim it takes whole gets 1, and the operand's sharding
-(split) is cleared — the seed's "no valid factors" — when the op is asked to shard (split)
-an iteration dim it forbids. BatchNorm keeps the seed's own code.
+The op library's ``tile_sharding_split`` (seed ``tileShardingSplit``, the default of
+``OpDef`` in ``tx8lab.core.ops.registry``) serves every op family: an operand dim takes the
+factors of the iteration dim it follows (``operand_dims``), a dim it takes whole gets 1, and
+the operand's sharding (split) is cleared — the seed's "no valid factors" — when the op is
+asked to shard (split) an iteration dim it forbids. BatchNorm keeps the seed's own code.
 
 Readings chosen where the seed is vague:
 
@@ -78,7 +78,11 @@ from tx8lab.core.grouping import is_compute
 from tx8lab.core.ir import TERMINATORS, Op
 from tx8lab.core.layouts import ALIGNED_DTYPES
 from tx8lab.core.ops import OPS, get_op_def
-from tx8lab.core.ops.registry import IterDim, OpDef, ShardingSplitParam, slice_extent
+from tx8lab.core.ops.registry import (
+    ShardingSplitParam,
+    iteration_vector,
+    slice_extent,
+)
 from tx8lab.core.schedule.tasks import OpStrategy, Strategy
 from tx8lab.errors import Tx8labError
 
@@ -326,60 +330,6 @@ def split_tries(
 # ---------------------------------------------------------------- 3. propagation
 
 
-def _iteration_vector(
-    defn: OpDef, op: Op, dims: Sequence[IterDim], values: Sequence[int], what: str
-) -> list[int]:
-    """Output-indexed factors (plus one per extra iteration dim) -> iteration-dim factors."""
-    rmap = defn.result_dims(op)[0] if op.results else ()
-    extra = [i for i in range(len(dims)) if i not in rmap]
-    rank = len(rmap)
-    if len(values) not in (rank, rank + len(extra)):
-        shape = op.results[0].type.shape if op.results else ()
-        names = ", ".join(dims[i].name for i in extra)
-        raise defn.fail(
-            f"{op.label}: tileShardingSplit needs {what} of the output's rank {rank} "
-            f"(shape {shape})"
-            + (f", optionally plus one for each of {names}" if extra else "")
-            + f", got {tuple(values)}"
-        )
-    out = [1] * len(dims)
-    for e, d in enumerate(rmap):
-        if d is not None:
-            out[d] = values[e]
-        elif values[e] != 1:
-            out = []  # a result dim the op takes whole cannot be cut
-            return out
-    for k, i in enumerate(extra):
-        if rank + k < len(values):
-            out[i] = values[rank + k]
-    return out
-
-
-def split_by_dim_maps(defn: OpDef, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
-    """``tileShardingSplit`` by the op's dim maps: one :class:`ShardingSplitParam` per operand.
-
-    An operand dim follows the iteration dim ``operand_dims`` names (its factors), a dim
-    taken whole gets 1; the operand's sharding (split) is cleared when the request shards
-    (splits) an iteration dim the op forbids, or cuts a result dim it takes whole.
-    """
-    dims = defn.iter_dims(op)
-    shard = _iteration_vector(defn, op, dims, param.out_sharding, "outSharding")
-    split = _iteration_vector(defn, op, dims, param.out_split, "outSplit")
-    if shard and any(f > 1 and not d.shardable for f, d in zip(shard, dims, strict=True)):
-        shard = []
-    if split and any(f > 1 and not d.splittable for f, d in zip(split, dims, strict=True)):
-        split = []
-    result: list[ShardingSplitParam] = []
-    for omap in defn.operand_dims(op):
-        result.append(
-            ShardingSplitParam(
-                tuple(1 if d is None else shard[d] for d in omap) if shard else (),
-                tuple(1 if d is None else split[d] for d in omap) if split else (),
-            )
-        )
-    return result
-
-
 @dataclass(frozen=True)
 class PropagationRecord:
     """How one op's factors were decided (seed DS_SlicePropagate, one line per op)."""
@@ -434,8 +384,8 @@ def _to_strategy(op: Op, param: ShardingSplitParam) -> OpStrategy | None:
     """The op's :class:`OpStrategy` for ``param``, None when the op rejects it."""
     defn = get_op_def(op.kind)
     dims = defn.iter_dims(op)
-    shard = _iteration_vector(defn, op, dims, param.out_sharding, "outSharding")
-    split = _iteration_vector(defn, op, dims, param.out_split, "outSplit")
+    shard = iteration_vector(defn, op, dims, param.out_sharding, "outSharding")
+    split = iteration_vector(defn, op, dims, param.out_split, "outSplit")
     if not shard or not split:
         return None
     st = OpStrategy(tuple(shard), tuple(split))
@@ -839,7 +789,6 @@ __all__ = [
     "propagate",
     "propagation_rows",
     "sharding_levels",
-    "split_by_dim_maps",
     "split_tries",
     "split_try_rows",
     "with_chips",

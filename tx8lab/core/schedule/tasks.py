@@ -27,34 +27,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from tx8lab.core.tiling import OpStrategy
+
 #: The engine slots of getEnginsPipeline (seed ``enginsBase``): loads (RDMA), stores
 #: (WDMA), the matrix engine, the vector engine (CGRA, "ct"), tile-to-tile DMA.
 Engine = Literal["ld", "st", "ne", "ct", "tdma"]
 ENGINES: tuple[Engine, ...] = ("ld", "ne", "ct", "st", "tdma")
 
 BufferKind = Literal["value", "imm", "psum"]
-
-
-@dataclass(frozen=True)
-class OpStrategy:
-    """How one op is distributed: tiles per dim (sharding) and temporal splits per dim.
-
-    Both tuples index the op's iteration dims as its op-library entry defines them (for
-    most ops the result dims; a matmul adds its reduction dim K last). The product of
-    ``shard`` is at most the tile count; a split of 1 means no loop over that dim.
-    """
-
-    shard: tuple[int, ...]
-    split: tuple[int, ...]
-    chips: tuple[int, ...] = ()
-    """Chips per dim (multi-chip data/tensor parallel, group-cost's ``dp``/``tp``); ``()``
-    is one chip. A tile's slice of a dim is ``ceil(ceil(size / chips) / shard) / split``."""
-
-    def per_tile(self) -> tuple[int, ...]:
-        """Pieces each dim is cut into across chips and tiles (``chips * shard``)."""
-        if not self.chips:
-            return self.shard
-        return tuple(c * s for c, s in zip(self.chips, self.shard, strict=True))
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ README (11 "challenging" problems from google/minimalloc, capacity 2^20, and its
 peaks are the README's. Figures, never pass/fail: the ``seed`` first fit overflows 2^20 on
 every case (as the README's naive greedy does), so its row says ``fits: False``.
 
-``python -m tx8lab.core.schedule.alloc_bench [--time-limit S] [CASES]`` prints the table.
+``python -m tx8lab.bench.alloc [--time-limit S] [CASES]`` prints the table.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from tx8lab.core.schedule.spm_alloc import (
 from tx8lab.errors import Tx8labError
 
 #: The benchmark folder, in the repository checkout.
-BENCH_DIR = Path(__file__).resolve().parents[3] / "bench" / "minimalloc"
+BENCH_DIR = Path(__file__).resolve().parents[2] / "bench" / "minimalloc"
 CASES = "ABCDEFGHIJK"
 CAPACITY = 1 << 20
 #: Best-known peaks (``bench/minimalloc/README.md``, "best known peak").
@@ -172,7 +172,7 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Print the table (``python -m tx8lab.core.schedule.alloc_bench``)."""
+    """Print the table (``python -m tx8lab.bench.alloc``)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("cases", nargs="?", default=CASES, help="e.g. ABC (default: A-K)")
     parser.add_argument("--time-limit", type=float, default=9.5, metavar="S")

@@ -5,7 +5,9 @@ synthetic 10k-op module the same, and the ratio time(40k ops) / time(10k ops) fo
 print, parse and verify (linear scaling gives about 4). Then, per zoo model and for
 synthetic 10k/40k-op layout modules: the ChannelNorms layout-align-npu inserts with the
 greedy and the optimal strategy (and how many layout-align-opt leaves), with pass times.
-Prints figures, never fails on time.
+Prints figures, never fails on time. Above core, with the tables it prints:
+:mod:`tx8lab.bench.search` (sharding search), :mod:`tx8lab.bench.cost` (cost model vs the
+board) and :mod:`tx8lab.bench.alloc` (MiniMalloc's set); ``python -m tx8lab.bench`` runs all.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from tx8lab.core.builder import Builder
 from tx8lab.core.interpret import interpret, random_inputs
-from tx8lab.core.ir import Builder, Module
+from tx8lab.core.ir import Module
 from tx8lab.core.text import parse_module, print_module
 from tx8lab.core.verify import verify
 
@@ -272,13 +275,13 @@ def _schedule_table(zoo: Any) -> None:
 
 
 def _search_tables(quick: bool) -> None:
-    from tx8lab.core.schedule.search_bench import print_tables
+    from tx8lab.bench.search import print_tables
 
     print_tables(quick=quick)
 
 
 def _cost_calibration() -> None:
-    from tx8lab.core.schedule.slicing import cost_figures
+    from tx8lab.bench.cost import cost_figures
 
     print("\ncost model vs the board: BF16 GEMM 4096x1024x4096 on 16 tiles (1.801 ms)")
     for row in cost_figures():
@@ -289,7 +292,7 @@ def _cost_calibration() -> None:
 
 
 def _minimalloc(quick: bool) -> None:
-    from tx8lab.core.schedule.alloc_bench import format_table, minimalloc_table
+    from tx8lab.bench.alloc import format_table, minimalloc_table
     from tx8lab.core.schedule.spm_alloc import warm_up
 
     print("\nSPM allocation on MiniMalloc's challenging set (capacity 2^20)")
@@ -394,7 +397,3 @@ def _print_row(label: str, row: dict[str, Any]) -> None:
         for key in ("build_s", "print_s", "parse_s", "verify_s", "interpret_s", "copy_s")
     )
     print(f"{label:34} {row['ops']:>9} {cells}", flush=True)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,6 +1,6 @@
 """``tx8lab alloc``: the SPM allocator on a MiniMalloc problem file.
 
-Spec: DESIGN.md §7 and issue 5 item 5. ``tx8lab alloc PROBLEM.csv --capacity BYTES
+Spec: DESIGN.md §7. ``tx8lab alloc PROBLEM.csv --capacity BYTES
 --strategy seed|best --out SOLUTION.csv [--time-limit S]`` writes ``id,offset`` rows
 (``check_solution.py`` reads them) and prints the peak, the lower bound and the time.
 
@@ -13,8 +13,9 @@ Readings chosen:
   :data:`~tx8lab.core.schedule.spm_alloc.DEFAULT_TIME_LIMIT_S`) bounds its search.
 - Without ``--out`` nothing is written (the figures are still printed).
 - Errors print one line ``tx8lab alloc: error: ...`` on stderr and exit 2, as ``tx8lab``
-  does; the lead's ``tx8lab/cli.py`` can also mount :func:`add_arguments` and
-  :func:`cmd_alloc` as a sub-command.
+  does; ``tx8lab/cli.py`` mounts :func:`add_arguments` and :func:`cmd_alloc` as its
+  ``alloc`` sub-command (the CSV side lives here, above core; the allocator in
+  ``tx8lab.core.schedule.spm_alloc``).
 """
 
 from __future__ import annotations
