@@ -177,39 +177,34 @@ def _add_hw_arguments(parser: argparse.ArgumentParser, preset_help: str, example
 
 
 def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
+    from tx8lab.core.instruments import Instrument, PrintAfterAll, Progress, Timing, Verify
     from tx8lab.core.passes import build_pipeline, parse_knob_settings
     from tx8lab.core.report import build_report, write_report
     from tx8lab.core.runner import run_pipeline
-    from tx8lab.core.text import print_module
 
     hw, hw_overrides = _hw_from_args(args)
     names = [n.strip() for n in args.passes.split(",") if n.strip()] if args.passes else None
     knobs = parse_knob_settings(args.set or [])
     pipeline = build_pipeline(names, knobs)
     module, model, model_args = _load(args)
-    steps_iter = run_pipeline(module, pipeline, hw, until=args.until, verify=not args.no_verify)
     dump = args.print_ir_after_all
     table = sys.stderr if dump else out
+    timing = Timing()
+    instruments: list[Instrument] = [timing, *([] if args.no_verify else [Verify()]), Progress()]
     if dump:
-        out.write(
-            f"// tx8lab run {model}: the IR after each pass, one module per split "
-            "chunk (mlir-opt --split-input-file)\n"
+        title = (
+            f"tx8lab run {model}: the IR after each pass, one module per split "
+            "chunk (mlir-opt --split-input-file)"
         )
-    steps = []
-    for step in steps_iter:
-        steps.append(step)
-        if dump:
-            out.write(f"// -----// IR Dump After {step.name} (step {step.index}) //----- //\n")
-            out.write(print_module(step.after, elide_bytes=DUMP_ELIDE_BYTES))
-            out.write("\n")
-            out.flush()
+        instruments.append(PrintAfterAll(out, elide_bytes=DUMP_ELIDE_BYTES, title=title))
+    steps = list(run_pipeline(module, pipeline, hw, until=args.until, instruments=instruments))
     table.write(f"{model}: {module.num_ops} ops, hw {hw.name}\n")
     table.write(
         f"  {'#':>2}  {'pass':<24}{'wall ms':>9}  {'changed':<8}{'ops':>7}{'decisions':>11}\n"
     )
     for step in steps:
         table.write(
-            f"  {step.index:>2}  {step.name:<24}{step.elapsed_s * 1e3:>9.2f}  "
+            f"  {step.index:>2}  {step.name:<24}{timing.seconds[step.index] * 1e3:>9.2f}  "
             f"{'yes' if step.changed else 'no':<8}{step.num_ops_after:>7}"
             f"{len(step.decisions):>11}\n"
         )
