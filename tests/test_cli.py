@@ -80,8 +80,10 @@ def test_run_writes_the_json_report(tmp_path: Path, capsys: pytest.CaptureFixtur
             "num_ops_before",
             "knobs",
             "num_decisions",
+            "spec",
         } <= set(entry)
     assert report["passes"][0]["knobs"] == {"max_bytes": 65536}
+    assert report["passes"][0]["spec"] == "fold-constants{max_bytes=65536}"
     assert report["hw"]["preset"] == "tx81"
     assert report["hw"]["values"]["tile"]["spm_bytes"] == 2 * 1024 * 1024
     assert report["hw"]["overrides"] == {"tile.spm_bytes": "2Mi"}

@@ -271,8 +271,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("tx8lab.core.passes.*", "tx8lab.core.codegen", "tx8lab.core.report"),
     # pass registry: PASSES, DEFAULT_PIPELINE, get_pass, build_pipeline, resolve_passes
     ("tx8lab.core.passes",),
-    # runner: run_pipeline, execute, Explorer
-    ("tx8lab.core.runner",),
+    # runner: run_pipeline, execute, Explorer, and the instruments handed to it
+    ("tx8lab.core.runner", "tx8lab.core.instruments"),
     # frontends, and the package's re-exports
     ("tx8lab.core.frontends", "tx8lab.core.frontends.*", "tx8lab.core.zoo", "tx8lab.core"),
     ("tx8lab.kernels", "tx8lab.kernels.*"),

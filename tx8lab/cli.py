@@ -1,4 +1,4 @@
-"""The ``tx8lab`` command: list the zoo, run the pipeline on a model, open JupyterLab.
+"""The ``tx8lab`` command: list the zoo, run the pipeline on a model or on IR text, open JupyterLab.
 
 Spec: DESIGN.md §7. ``main(argv)`` returns the exit code; every user error (a
 ``Tx8labError``, a missing file, a bad argument) prints one line
@@ -15,6 +15,10 @@ Readings chosen:
   --split-input-file`` reads the stream as one module per pass (plus an empty first
   chunk: mlir-opt rejects a split marker on the very first line, hence the opening
   comment). Constant data above 1 KiB prints as ``dense_resource<__elided__>``.
+- ``opt FILE.mlir -p 'pass{knob=value},pass2'`` runs the passes that MLIR pass-pipeline
+  text names (:func:`~tx8lab.core.passes.parse_pipeline_spec`) on the file (``-``: stdin)
+  with the verifier (``--no-verify``: without) and prints the resulting module on stdout,
+  as ``mlir-opt`` does; golden files' RUN lines call it.
 - ``--hw PRESET`` picks the chip, ``--hw-set key=value`` overrides one field
   (``tile.spm_bytes=2Mi``).
 - ``run --emit-c OUT_DIR`` writes the codegen pass's ``main.c`` and a copy of
@@ -177,39 +181,34 @@ def _add_hw_arguments(parser: argparse.ArgumentParser, preset_help: str, example
 
 
 def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
+    from tx8lab.core.instruments import Instrument, PrintAfterAll, Progress, Timing, Verify
     from tx8lab.core.passes import build_pipeline, parse_knob_settings
     from tx8lab.core.report import build_report, write_report
     from tx8lab.core.runner import run_pipeline
-    from tx8lab.core.text import print_module
 
     hw, hw_overrides = _hw_from_args(args)
     names = [n.strip() for n in args.passes.split(",") if n.strip()] if args.passes else None
     knobs = parse_knob_settings(args.set or [])
     pipeline = build_pipeline(names, knobs)
     module, model, model_args = _load(args)
-    steps_iter = run_pipeline(module, pipeline, hw, until=args.until, verify=not args.no_verify)
     dump = args.print_ir_after_all
     table = sys.stderr if dump else out
+    timing = Timing()
+    instruments: list[Instrument] = [timing, *([] if args.no_verify else [Verify()]), Progress()]
     if dump:
-        out.write(
-            f"// tx8lab run {model}: the IR after each pass, one module per split "
-            "chunk (mlir-opt --split-input-file)\n"
+        title = (
+            f"tx8lab run {model}: the IR after each pass, one module per split "
+            "chunk (mlir-opt --split-input-file)"
         )
-    steps = []
-    for step in steps_iter:
-        steps.append(step)
-        if dump:
-            out.write(f"// -----// IR Dump After {step.name} (step {step.index}) //----- //\n")
-            out.write(print_module(step.after, elide_bytes=DUMP_ELIDE_BYTES))
-            out.write("\n")
-            out.flush()
+        instruments.append(PrintAfterAll(out, elide_bytes=DUMP_ELIDE_BYTES, title=title))
+    steps = list(run_pipeline(module, pipeline, hw, until=args.until, instruments=instruments))
     table.write(f"{model}: {module.num_ops} ops, hw {hw.name}\n")
     table.write(
         f"  {'#':>2}  {'pass':<24}{'wall ms':>9}  {'changed':<8}{'ops':>7}{'decisions':>11}\n"
     )
     for step in steps:
         table.write(
-            f"  {step.index:>2}  {step.name:<24}{step.elapsed_s * 1e3:>9.2f}  "
+            f"  {step.index:>2}  {step.name:<24}{timing.seconds[step.index] * 1e3:>9.2f}  "
             f"{'yes' if step.changed else 'no':<8}{step.num_ops_after:>7}"
             f"{len(step.decisions):>11}\n"
         )
@@ -241,6 +240,30 @@ def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     if args.report:
         seconds = _write_html(args.report, module, steps, hw, report)
         table.write(f"HTML report written to {args.report} in {seconds:.2f} s\n")
+    return 0
+
+
+def _cmd_opt(args: argparse.Namespace, out: TextIO) -> int:
+    from tx8lab.core.instruments import Verify
+    from tx8lab.core.passes import parse_pipeline_spec
+    from tx8lab.core.runner import run_pipeline
+    from tx8lab.core.text import parse_module, print_module
+
+    passes = parse_pipeline_spec(args.pass_pipeline)
+    hw, _ = _hw_from_args(args)
+    if args.file == "-":
+        text, where = sys.stdin.read(), "<stdin>"
+    else:
+        path = Path(args.file)
+        if not path.is_file():
+            raise Tx8labError(f"{args.file}: no such file")
+        text, where = path.read_text(encoding="utf-8"), str(path)
+    module = parse_module(text, where)
+    instruments = [] if args.no_verify else [Verify()]
+    for step in run_pipeline(module, passes, hw, instruments=instruments):
+        module = step.after
+    out.write(print_module(module))
+    out.write("\n")
     return 0
 
 
@@ -548,6 +571,32 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--no-verify", action="store_true", help="skip the verifier after each pass")
     run.set_defaults(func=_cmd_run)
+
+    opt = sub.add_parser(
+        "opt",
+        help="run passes on an MLIR file and print the result (golden RUN lines)",
+        description=(
+            "Parse a module in MLIR generic syntax, run the passes the pipeline text "
+            "names, print the resulting module to stdout."
+        ),
+        epilog=epilog.replace("(--set PASS.KNOB=VALUE)", "(-p 'PASS{KNOB=VALUE}')"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    opt.add_argument("file", metavar="FILE.mlir", help="the input module; - reads stdin")
+    opt.add_argument(
+        "-p",
+        "--pass-pipeline",
+        required=True,
+        metavar="PIPELINE",
+        help="passes with knobs, e.g. 'fold-constants{max_bytes=4Ki},dce'",
+    )
+    _add_hw_arguments(
+        opt,
+        f"hardware preset ({', '.join(sorted(PRESETS))}; default {DEFAULT_PRESET})",
+        "tile.spm_bytes=2Mi",
+    )
+    opt.add_argument("--no-verify", action="store_true", help="skip the verifier after each pass")
+    opt.set_defaults(func=_cmd_opt)
 
     fuse = sub.add_parser(
         "fuse",

@@ -1,16 +1,30 @@
-"""The pass contract and the runner: knobs, run_pipeline, verification, Explorer caching."""
+"""The pass contract and the runner: knobs, run_pipeline, instruments, Explorer caching."""
 
 from __future__ import annotations
 
+import io
+import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 import pytest
 
 from tx8lab.core.builder import Builder
+from tx8lab.core.instruments import (
+    Cache,
+    Instrument,
+    PrintAfterAll,
+    Progress,
+    Run,
+    Timing,
+    Verify,
+    default_instruments,
+    is_interactive,
+)
 from tx8lab.core.ir import Block, Function, Module, Op
 from tx8lab.core.passes import DEFAULT_PIPELINE, PASSES, build_pipeline
-from tx8lab.core.passes.base import Decision, Pass, PassResult, Step, knob
+from tx8lab.core.passes.base import Decision, Pass, PassContext, PassResult, Step, knob
 from tx8lab.core.runner import Explorer, run_pipeline
 from tx8lab.core.text import print_module
 from tx8lab.core.zoo import build
@@ -228,7 +242,7 @@ def test_a_verifier_failure_names_the_pass_and_the_op() -> None:
         "topological order, a cycle, or a value from another scope)"
     )
     # without the verifier the broken module passes through
-    steps = list(run_pipeline(module, [_Breaker()], HW, verify=False))
+    steps = list(run_pipeline(module, [_Breaker()], HW, instruments=[]))
     assert steps[0].after.main.ops[1] is relu
 
 
@@ -370,3 +384,187 @@ def test_ops_are_shared_between_snapshots() -> None:
     kept: list[Op] = [op for op in step.after.main.ops if op.id >= 0]
     by_id = module.op_by_id()
     assert all(op is by_id[op.id] for op in kept)
+
+
+# --------------------------------------------------------------------------- instruments
+
+
+class _Log(Instrument):
+    """Records every hook call."""
+
+    def __init__(self, answer: dict[str, PassResult] | None = None) -> None:
+        self.calls: list[tuple[object, ...]] = []
+        self.answer = answer or {}
+
+    def start(self, run: Run) -> None:
+        self.calls.append(("start", run.hw.name, tuple(p.name for p in run.passes)))
+
+    def before(self, index: int, pass_: Pass, module: Module) -> PassResult | None:
+        self.calls.append(("before", index, pass_.name))
+        return self.answer.get(pass_.name)
+
+    def after(self, step: Step) -> None:
+        self.calls.append(("after", step.index, step.name, step.cached))
+
+    def finish(self) -> None:
+        self.calls.append(("finish",))
+
+
+def test_instrument_hooks_run_in_order_and_a_before_result_skips_the_pass() -> None:
+    module = _module()
+    canned = PassResult(module)
+    first, second = _Log({"tag-b": canned}), _Log({"tag-b": PassResult(_module())})
+    steps = list(run_pipeline(module, [TagA(), TagB()], HW, instruments=[first, second]))
+    assert first.calls == [
+        ("start", HW.name, ("tag-a", "tag-b")),
+        ("before", 0, "tag-a"),
+        ("after", 0, "tag-a", False),
+        ("before", 1, "tag-b"),
+        ("after", 1, "tag-b", True),
+        ("finish",),
+    ]
+    # the first answer wins: the second instrument is not asked
+    assert ("before", 1, "tag-b") not in second.calls
+    assert ("after", 1, "tag-b", True) in second.calls
+    assert steps[1].result is canned
+    assert steps[1].cached
+    assert steps[1].elapsed_s == 0.0
+
+
+def test_finish_runs_when_a_pass_fails() -> None:
+    log = _Log()
+    with pytest.raises(Tx8labError, match="does not verify"):
+        list(run_pipeline(_module(), [TagA(), _Breaker()], HW, instruments=[Verify(), log]))
+    assert log.calls[-1] == ("finish",)
+    assert ("after", 1, "breaker", False) not in log.calls  # Verify stopped the run first
+
+
+def test_timing_collects_the_steps_wall_time() -> None:
+    timing = Timing()
+    steps = list(run_pipeline(_module(), [TagA(), TagB()], HW, instruments=[timing]))
+    assert timing.seconds == {s.index: s.elapsed_s for s in steps}
+    assert timing.total_s == pytest.approx(sum(s.elapsed_s for s in steps))
+    assert timing.run_s >= timing.total_s
+    text = timing.render()
+    assert "tag-a" in text
+    assert "total" in text
+
+
+def test_print_after_all_writes_each_module_after_a_header() -> None:
+    stream = io.StringIO()
+    dump = PrintAfterAll(stream, title="the IR")
+    steps = list(run_pipeline(_module(), [TagA(), TagB()], HW, instruments=[dump]))
+    assert stream.getvalue() == "// the IR\n" + "".join(
+        f"// -----// IR Dump After {s.name} (step {s.index}) //----- //\n"
+        + print_module(s.after)
+        + "\n"
+        for s in steps
+    )
+
+
+def test_default_instruments_verify_and_an_empty_list_does_not() -> None:
+    assert [type(i) for i in default_instruments()] == [Verify, Progress]
+    with pytest.raises(Tx8labError, match=r"pass breaker \(step 0\) produced a module"):
+        list(run_pipeline(_module(), [_Breaker()], HW))
+    (step,) = run_pipeline(_module(), [_Breaker()], HW, instruments=[])
+    assert step.name == "breaker"
+
+
+@dataclass(frozen=True)
+class _Counting(Pass):
+    """Test pass: reports progress over ``units`` units of work, changes nothing."""
+
+    name: ClassVar[str] = "counting"
+    units: int = knob(3, "units of work", min=0)
+
+    def run(self, module: Module, hw: ChipConfig) -> PassResult:
+        return self.run_with(module, hw, PassContext())
+
+    def run_with(self, module: Module, hw: ChipConfig, context: PassContext) -> PassResult:
+        del hw
+        for done in range(1, self.units + 1):
+            context.progress(done, self.units, unit="unit", hits=done - 1)
+        return PassResult(module, stats={"units": self.units})
+
+
+class _ProgressLog(Instrument):
+    def __init__(self) -> None:
+        self.reports: list[tuple[int, str, int, int, dict[str, object]]] = []
+
+    def progress(
+        self, index: int, pass_: Pass, done: int, total: int, postfix: Mapping[str, object]
+    ) -> None:
+        self.reports.append((index, pass_.name, done, total, dict(postfix)))
+
+
+def test_a_pass_reports_progress_through_its_context() -> None:
+    log = _ProgressLog()
+    list(run_pipeline(_module(), [TagA(), _Counting()], HW, instruments=[log]))
+    assert log.reports == [
+        (1, "counting", d, 3, {"unit": "unit", "hits": d - 1}) for d in (1, 2, 3)
+    ]
+    # run() without a runner reports to nobody
+    assert _Counting().run(_module(), HW).stats == {"units": 3}
+
+
+def test_progress_draws_a_tqdm_bar_when_enabled() -> None:
+    stream = io.StringIO()
+    bar = Progress(enabled=True, file=stream, mininterval=0)
+    list(run_pipeline(_module(), [_Counting(units=4)], HW, instruments=[bar]))
+    text = stream.getvalue()
+    assert "counting" in text
+    assert "4/4" in text
+    assert "hits=3" in text
+    assert "unit" in text
+    assert not bar._bars  # closed after the step
+    quiet = io.StringIO()
+    list(run_pipeline(_module(), [_Counting()], HW, instruments=[Progress(False, file=quiet)]))
+    assert quiet.getvalue() == ""
+
+
+def test_progress_auto_is_off_without_a_terminal_or_when_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TX8LAB_NO_PROGRESS", "1")
+    assert not is_interactive()
+    monkeypatch.delenv("TX8LAB_NO_PROGRESS")
+    monkeypatch.setattr(sys, "stderr", io.StringIO())  # not a terminal
+    monkeypatch.delitem(sys.modules, "ipykernel", raising=False)
+    assert not is_interactive()
+    auto = Progress(file=io.StringIO())
+    list(run_pipeline(_module(), [_Counting()], HW, instruments=[auto]))
+    assert auto.enabled is False
+
+
+def test_cache_instrument_answers_the_same_pass_on_the_same_module() -> None:
+    module = _module()
+    cache = Cache(size=2)
+    first = list(run_pipeline(module, [TagA(), TagB()], HW, instruments=[cache]))
+    again = list(run_pipeline(module, [TagA(), TagB()], HW, instruments=[cache]))
+    assert [s.cached for s in again] == [True, True]
+    assert again[1].after is first[1].after
+    assert again[0].elapsed_s == first[0].elapsed_s
+    assert dict(cache.run_count) == {"tag-a": 1, "tag-b": 1}
+    assert cache.hits == 2
+    # another hw is another key; the LRU keeps two results
+    other = HW.with_overrides({"tile.spm_bytes": "2Mi"})
+    list(run_pipeline(module, [TagA(), TagB()], other, instruments=[cache]))
+    assert dict(cache.run_count) == {"tag-a": 2, "tag-b": 2}
+    assert len(cache) == 2
+    cache.clear()
+    assert len(cache) == 0
+
+
+def test_explorer_takes_instruments_and_keeps_its_cache_last() -> None:
+    timing = Timing()
+    ex = Explorer(_module(), [TagA(), TagB()], HW, instruments=[timing], cache_size=8)
+    assert ex.instruments == (timing, ex.cache)
+    _ = ex.steps
+    assert set(timing.seconds) == {0, 1}
+    ex.set_knob("tag-b.label", "y")
+    _ = ex.steps
+    assert ex.cache.hits == 1
+    assert dict(ex.run_count) == {"tag-a": 1, "tag-b": 2}
+    ex.clear_cache()
+    _ = ex.steps
+    assert dict(ex.run_count) == {"tag-a": 2, "tag-b": 3}

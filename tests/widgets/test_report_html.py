@@ -98,6 +98,7 @@ def test_pass_table_and_totals(page: str) -> None:
     _, steps, report = _run("tiny_cnn")
     df = pass_table(report)
     assert list(df["pass"]) == [s.name for s in steps]
+    assert list(df["spec"]) == [s.pass_.spec() for s in steps]
     assert list(df["decisions"]) == [len(s.decisions) for s in steps]
     for step in steps:
         assert f"<td>{step.name}</td>" in _section(page, "Passes")

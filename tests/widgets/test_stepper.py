@@ -92,10 +92,13 @@ def test_stepper_hides_passes_that_changed_nothing(model_name: str) -> None:
     assert w.visible == changed
     assert w.index == changed[0]
     assert w.selected_pass == steps[changed[0]].name
+    assert w.selected_spec == steps[changed[0]].pass_.spec()
     w.set_state({"hide_unchanged": False})  # the toggle
     assert w.visible == list(range(len(steps)))
     w.set_state({"index": 0})
     assert w.selected_pass == steps[0].name
+    assert w.selected_spec == steps[0].pass_.spec()
+    assert "spec: <code title=" in w.header.value
     w.toggle.set_state({"value": True})  # the checkbox in the browser
     assert w.hide_unchanged
     assert w.index == changed[0]
@@ -218,3 +221,22 @@ def test_c_tab_rejects_a_group_without_c_and_explains_a_trace_without_codegen() 
     assert short.c_group == -1
     assert "no codegen step" in short.c_view.value
     assert short.group_c() == ""
+
+
+def test_stepper_shows_the_pass_spec_with_its_knobs() -> None:
+    from tx8lab.core.passes import DCE, FoldConstants
+    from tx8lab.core.runner import run_pipeline
+
+    b = Builder()
+    x = b.input((2,))
+    b.op("Neg", x)
+    b.output(b.op("Relu", x))
+    passes = [FoldConstants(max_bytes=4096), DCE(recurse_groups=False)]
+    w = PassStepper.from_steps(run_pipeline(b.finish(), passes, TX81), hide_unchanged=False)
+    w.index = 1
+    assert w.selected_spec == "dce{recurse_groups=false}"
+    assert "<code title='tx8lab opt FILE -p &#x27;dce{recurse_groups=false}&#x27;'>" in (
+        w.header.value
+    )
+    w.index = 0
+    assert w.selected_spec == "fold-constants{max_bytes=4096}"

@@ -79,6 +79,7 @@ def step_to_json(step: Step) -> dict[str, Any]:
     return {
         "index": step.index,
         "name": step.name,
+        "spec": step.pass_.spec(),
         "knobs": to_jsonable(step.knobs),
         "wall_s": step.elapsed_s,
         "changed": step.changed,

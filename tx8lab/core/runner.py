@@ -1,61 +1,123 @@
 """The pipeline runner: run passes in order (``run_pipeline``) or incrementally (``Explorer``).
 
-Spec: DESIGN.md §5 (the runner yields one ``Step`` per pass and caches results keyed on
-input module, pass with its knobs and hw). The pass contract is :mod:`tx8lab.core.passes.base`.
+Spec: DESIGN.md §5 (the runner yields one ``Step`` per pass; timing, verification, IR
+dumps, progress and the cache are instruments handed to it). The pass contract is
+:mod:`tx8lab.core.passes.base`, the instruments :mod:`tx8lab.core.instruments`.
 
 Readings chosen:
 
-- The runner verifies the module after each pass by default.
-- :class:`Explorer` caches a pass's result on (input module *identity*, the pass with its
-  knobs, hw). A knob change at pass k gives pass k a new key; when its output is a new
-  module object every later pass misses the cache too and re-runs, while passes before k
-  hit it. A pass that changed nothing returns its input object, so the passes after it
-  hit the cache. Setting the knob back hits the old entries again.
+- ``instruments=None`` means :func:`~tx8lab.core.instruments.default_instruments`
+  (verify after each pass, progress bars); a list replaces it, so ``instruments=[]``
+  runs without verification.
+- :class:`Explorer` is the run's inputs plus a :class:`~tx8lab.core.instruments.Cache`
+  placed after the other instruments.
 """
 
 from __future__ import annotations
 
 import time
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any
 
+from tx8lab.core.instruments import Cache, Instrument, Run, default_instruments
 from tx8lab.core.ir import Module
 from tx8lab.core.passes import DEFAULT_PIPELINE, resolve_passes
-from tx8lab.core.passes.base import Pass, PassResult, Step
-from tx8lab.core.verify import verify_problems
+from tx8lab.core.passes.base import Pass, PassContext, PassResult, Step
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
 
 # --------------------------------------------------------------------------- running
 
 
+def _report(
+    instruments: Sequence[Instrument],
+    index: int,
+    p: Pass,
+    done: int,
+    total: int,
+    postfix: Mapping[str, Any],
+) -> None:
+    for inst in instruments:
+        inst.progress(index, p, done, total, postfix)
+
+
+def run_step(
+    index: int, p: Pass, module: Module, hw: ChipConfig, instruments: Sequence[Instrument]
+) -> Step:
+    """One pass as the runner runs it: ``before`` hooks, ``run_with``, ``after`` hooks.
+
+    Raises:
+        Tx8labError: the pass rejected its input, or an instrument (:class:`Verify`)
+            rejected its output; the message names the pass and the step.
+    """
+    hit: PassResult | Step | None = None
+    for inst in instruments:
+        hit = inst.before(index, p, module)
+        if hit is not None:
+            break
+    if isinstance(hit, Step):
+        step = Step(index, p, module, hit.result, hit.elapsed_s, True)
+        if "changed" in hit.__dict__:
+            step.__dict__["changed"] = hit.__dict__["changed"]
+    elif isinstance(hit, PassResult):
+        step = Step(index, p, module, hit, 0.0, True)
+    else:
+        context = PassContext(index, partial(_report, instruments, index, p))
+        start = time.perf_counter()
+        try:
+            result = p.run_with(module, hw, context)
+        except Tx8labError as err:
+            raise Tx8labError(f"pass {p.name} (step {index}): {err}") from err
+        elapsed = time.perf_counter() - start
+        if not isinstance(result, PassResult):
+            raise Tx8labError(f"pass {p.name} returned {type(result).__name__}, not a PassResult")
+        step = Step(index, p, module, result, elapsed)
+    for inst in instruments:
+        inst.after(step)
+    return step
+
+
+def run_steps(
+    module: Module,
+    passes: Sequence[Pass],
+    hw: ChipConfig,
+    instruments: Sequence[Instrument],
+    *,
+    first_index: int = 0,
+) -> Iterator[Step]:
+    """Run ``passes`` in order under ``instruments`` (exactly these), one step per ``next``."""
+    for inst in instruments:
+        inst.start(Run(hw, tuple(passes)))
+    try:
+        current = module
+        for index, p in enumerate(passes, first_index):
+            step = run_step(index, p, current, hw, instruments)
+            yield step
+            current = step.after
+    finally:
+        for inst in instruments:
+            inst.finish()
+
+
 def execute(
-    p: Pass, module: Module, hw: ChipConfig, *, verify: bool = True, index: int = 0
+    p: Pass,
+    module: Module,
+    hw: ChipConfig,
+    *,
+    index: int = 0,
+    instruments: Iterable[Instrument] | None = None,
 ) -> tuple[PassResult, float]:
-    """Run one pass and (by default) verify its output; returns (result, wall seconds).
+    """Run one pass (as step ``index``) and, by default, verify it; (result, wall seconds).
 
     Raises:
         Tx8labError: the pass rejected its input, or its output does not verify; the
             message names the pass and the op.
     """
-    start = time.perf_counter()
-    try:
-        result = p.run(module, hw)
-    except Tx8labError as err:
-        raise Tx8labError(f"pass {p.name} (step {index}): {err}") from err
-    elapsed = time.perf_counter() - start
-    if not isinstance(result, PassResult):
-        raise Tx8labError(f"pass {p.name} returned {type(result).__name__}, not a PassResult")
-    if verify:
-        problems = verify_problems(result.module) + list(p.check(result.module))
-        if problems:
-            more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
-            raise Tx8labError(
-                f"pass {p.name} (step {index}) produced a module that does not verify: "
-                f"{problems[0]}{more}"
-            )
-    return result, elapsed
+    chosen = default_instruments() if instruments is None else list(instruments)
+    (step,) = run_steps(module, [p], hw, chosen, first_index=index)
+    return step.result, step.elapsed_s
 
 
 def _until_index(passes: Sequence[Pass], until: str | None) -> int:
@@ -74,24 +136,18 @@ def run_pipeline(
     hw: ChipConfig,
     knobs: Mapping[str, Any] | Iterable[str] | None = None,
     until: str | None = None,
-    verify: bool = True,
+    instruments: Iterable[Instrument] | None = None,
 ) -> Iterator[Step]:
     """Run passes in order, yielding one :class:`Step` each; stop after pass ``until``.
 
     Pass names, knob settings and ``until`` are checked before the first pass runs; the
     passes run lazily as the iterator is advanced (``next(steps)`` runs one pass).
+    ``instruments`` (default: verify, progress) watch the run; ``[]`` runs bare.
     """
     pipeline = resolve_passes(passes, knobs)
     stop = _until_index(pipeline, until)
-
-    def steps() -> Iterator[Step]:
-        current = module
-        for index, p in enumerate(pipeline[:stop]):
-            result, elapsed = execute(p, current, hw, verify=verify, index=index)
-            yield Step(index, p, current, result, elapsed)
-            current = result.module
-
-    return steps()
+    chosen = default_instruments() if instruments is None else list(instruments)
+    return run_steps(module, pipeline[:stop], hw, chosen)
 
 
 # --------------------------------------------------------------------------- exploring
@@ -99,6 +155,9 @@ def run_pipeline(
 
 class Explorer:
     """A pipeline that re-runs only what a change invalidates, for notebooks and widgets.
+
+    ``instruments`` (default: verify, progress) watch every run; the Explorer's own
+    :class:`~tx8lab.core.instruments.Cache` (``cache_size`` results) runs after them.
 
     Examples:
         >>> from tx8lab.core.builder import Builder
@@ -118,9 +177,9 @@ class Explorer:
         pipeline: Iterable[Pass | str] | None = None,
         hw: ChipConfig | None = None,
         *,
-        verify: bool = True,
         until: str | None = None,
         cache_size: int = 512,
+        instruments: Iterable[Instrument] | None = None,
     ) -> None:
         if pipeline is None:
             pipeline = DEFAULT_PIPELINE
@@ -129,14 +188,22 @@ class Explorer:
         self._module = module
         self._passes = resolve_passes(pipeline)
         self._hw = hw
-        self._verify = verify
         self._until = until
         _until_index(self._passes, until)
-        self._cache: OrderedDict[tuple[Any, ...], tuple[PassResult, float, Step]] = OrderedDict()
-        self._cache_size = cache_size
+        self._instruments = default_instruments() if instruments is None else list(instruments)
+        self.cache = Cache(cache_size)
+        """The results kept between runs (run after ``instruments``)."""
         self._steps: list[Step] | None = None
-        self.run_count: Counter[str] = Counter()
+
+    @property
+    def run_count(self) -> Counter[str]:
         """Times each pass (by name) really ran, cache hits not counted."""
+        return self.cache.run_count
+
+    @property
+    def instruments(self) -> tuple[Instrument, ...]:
+        """The instruments every run uses, then :attr:`cache`."""
+        return (*self._instruments, self.cache)
 
     # -- inputs
     @property
@@ -208,49 +275,18 @@ class Explorer:
 
     def clear_cache(self) -> None:
         """Forget every cached result."""
-        self._cache.clear()
+        self.cache.clear()
         self._steps = None
 
     def _run(self) -> list[Step]:
-        steps: list[Step] = []
-        current = self._module
-        hw_key: Any = _hashable(self._hw)
-        for index, p in enumerate(self._passes[: _until_index(self._passes, self._until)]):
-            key = (current, p, hw_key)
-            hit = self._cache.get(key)
-            if hit is not None:
-                self._cache.move_to_end(key)
-                result, elapsed, first = hit
-                step = Step(index, p, current, result, elapsed, True)
-                # ``changed`` compares two modules (it may print both): computed once per
-                # cached result, on the step that first asked
-                if "changed" in first.__dict__:
-                    step.__dict__["changed"] = first.__dict__["changed"]
-                else:
-                    self._cache[key] = (result, elapsed, step)
-            else:
-                result, elapsed = execute(p, current, self._hw, verify=self._verify, index=index)
-                self.run_count[p.name] += 1
-                step = Step(index, p, current, result, elapsed, False)
-                self._cache[key] = (result, elapsed, step)
-                while len(self._cache) > self._cache_size:
-                    self._cache.popitem(last=False)
-            steps.append(step)
-            current = result.module
-        return steps
-
-
-def _hashable(value: Any) -> Any:
-    """``value`` itself when hashable, else an identity token."""
-    try:
-        hash(value)
-    except TypeError:
-        return (id(value), value.__class__)
-    return value
+        stop = _until_index(self._passes, self._until)
+        return list(run_steps(self._module, self._passes[:stop], self._hw, self.instruments))
 
 
 __all__ = [
     "Explorer",
     "execute",
     "run_pipeline",
+    "run_step",
+    "run_steps",
 ]

@@ -113,12 +113,13 @@ def with_tooltips(svg: str, module: Module) -> str:
 
 
 def pass_table(report: Mapping[str, Any]) -> pd.DataFrame:
-    """One row per pass: index, name, wall ms, changed, ops after, decisions."""
+    """One row per pass: index, name, spec, wall ms, changed, ops after, decisions."""
     return pd.DataFrame.from_records(
         [
             {
                 "#": p["index"],
                 "pass": p["name"],
+                "spec": p.get("spec", p["name"]),
                 "wall ms": round(1e3 * float(p["wall_s"]), 2),
                 "changed": "yes" if p["changed"] else "no",
                 "ops": p["num_ops_after"],
@@ -126,7 +127,7 @@ def pass_table(report: Mapping[str, Any]) -> pd.DataFrame:
             }
             for p in report.get("passes", [])
         ],
-        columns=["#", "pass", "wall ms", "changed", "ops", "decisions"],
+        columns=["#", "pass", "spec", "wall ms", "changed", "ops", "decisions"],
     )
 
 

@@ -2,8 +2,8 @@
 
 Spec: issue 7 item 2 and STYLE.md (Compiler Explorer's opt-pipeline view: a pass list that
 can hide passes which changed nothing, a before/after diff per pass). A plain ipywidgets
-box: a slider over the passes, a toggle, a header with the pass's wall time, knobs and
-stats, and three tabs: the IR text diff, the graph diff (a :class:`GraphView` of the
+box: a slider over the passes, a toggle, a header with the pass's wall time, knobs, pass
+spec and stats, and three tabs: the IR text diff, the graph diff (a :class:`GraphView` of the
 output, ops marked added / changed and removed ones drawn dashed) and the Decisions table.
 
 Readings chosen:
@@ -59,6 +59,9 @@ class PassStepper(ipywidgets.VBox):  # type: ignore[misc]
     """Position of the shown step in the trace; set by the slider or Python (clamped)."""
     selected_pass = traitlets.Unicode("").tag(sync=True)
     """Name of the shown pass (set by Python from ``index``; tests read it)."""
+    selected_spec = traitlets.Unicode("").tag(sync=True)
+    """Pass-pipeline text of the shown pass with its knobs, ``dce{recurse_groups=false}``
+    (set by Python from ``index``; ``tx8lab opt -p`` re-runs it)."""
     hide_unchanged = traitlets.Bool(True).tag(sync=True)
     """Hide passes whose output equals their input (the toggle)."""
     visible = traitlets.List(traitlets.Int()).tag(sync=True)
@@ -268,6 +271,7 @@ class PassStepper(ipywidgets.VBox):  # type: ignore[misc]
         self._diff = None
         diff = self.diff
         self.selected_pass = step.name
+        self.selected_spec = step.pass_.spec()
         self.diff_summary = diff.summary()
         self.header.value = _TABLE_CSS + _header_html(step, len(self._steps), diff)
         self.ir_diff.value = ir_diff_html(step.before, step.after)
@@ -300,6 +304,9 @@ def _header_html(step: Step, total: int, diff: GraphDiff) -> str:
         f"{counts['added']} added, {counts['removed']} removed, {counts['changed']} changed"
     )
     knobs = ", ".join(f"{k}={v}" for k, v in step.knobs.items())
+    spec = step.pass_.spec()
+    head += f"<br>spec: <code title='tx8lab opt FILE -p {html.escape(repr(spec))}'>"
+    head += f"{html.escape(spec)}</code>"
     rows = "".join(
         f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>"
         for k, v in step.stats.items()

@@ -1,4 +1,4 @@
-// RUN: const-norm
+// RUN: tx8lab opt %s -p 'const-norm' | filecheck %s
 // A ChannelNorm to NALIGN after an aligned LoadConst: the LoadConst takes the layout the
 // ChannelNorm produces (NTensor). The seed's get_aligned_layout would make it NCx and hand
 // the Relu aligned data; we follow the ChannelNorm's direction (as layout-align-opt does).

@@ -1,4 +1,4 @@
-// RUN: const-norm
+// RUN: tx8lab opt %s -p 'const-norm' | filecheck %s
 // constChannelNormErase: the conv weight's LoadConst has one user, a ChannelNorm to ALIGN.
 // The Conv2d reads the LoadConst directly, which is stored NCx (its NTensor made aligned);
 // the ChannelNorm goes. layout_str stays as it was.

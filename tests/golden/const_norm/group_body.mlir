@@ -1,4 +1,4 @@
-// RUN: const-norm
+// RUN: tx8lab opt %s -p 'const-norm' | filecheck %s
 // Group bodies are walked too: the LoadConst -> ChannelNorm pair inside the group is erased.
 "builtin.module"() ({
   "func.func"() ({

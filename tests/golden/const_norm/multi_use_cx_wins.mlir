@@ -1,4 +1,4 @@
-// RUN: const-norm
+// RUN: tx8lab opt %s -p 'const-norm' | filecheck %s
 // processMultiUse, Cx wins: the weight has two LoadConsts (one per use, const id 0). %0 feeds
 // the Gemm through a ChannelNorm to ALIGN, %6 feeds the Add (NTensor). The erase makes %0
 // NCx, and since a Cx layout wins for the whole id, %6 becomes NCx too (both load the same

@@ -1,4 +1,4 @@
-// RUN: const-norm
+// RUN: tx8lab opt %s -p 'const-norm' | filecheck %s
 // processMultiUse keeps a ChannelNorm: %0 and %4 share const id 0. %0's ChannelNorm goes to
 // ALIGN (erased, %0 NCx); %4 is NCx already and its ChannelNorm goes to NALIGN for the Relu.
 // Cx wins, so %4 stays NCx and keeps its ChannelNorm, which converts the shared layout.

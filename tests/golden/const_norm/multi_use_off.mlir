@@ -1,4 +1,4 @@
-// RUN: const-norm multi_use=false
+// RUN: tx8lab opt %s -p 'const-norm{multi_use=false}' | filecheck %s
 // processMultiUse off: the erase still makes %0 NCx, but %6 keeps NTensor, so the two
 // LoadConsts of const id 0 disagree (and no ChannelNorm is needed for the Add).
 "builtin.module"() ({

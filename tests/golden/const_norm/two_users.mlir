@@ -1,4 +1,4 @@
-// RUN: const-norm
+// RUN: tx8lab opt %s -p 'const-norm' | filecheck %s
 // Not the only user: the shared LoadConst (move-constant per_use=false) feeds a ChannelNorm
 // and the Add, so the seed's users.size() == 1 fails and nothing changes.
 "builtin.module"() ({

@@ -1,4 +1,4 @@
-// RUN: const-norm
+// RUN: tx8lab opt %s -p 'const-norm' | filecheck %s
 // The Unpack rule: %0 (i8 [8, 16], an int4 qweight) has one user, an Unpack, so it is loaded
 // as [8 / 4, 16 * 4] = [2, 64]: the same bytes, recorded in load_shape (its type stays, as
 // the Unpack infers its result from it). %2 has 6 rows, not a multiple of 4: kept as it is.

@@ -1,4 +1,4 @@
-// RUN: dce
+// RUN: tx8lab opt %s -p 'dce' | filecheck %s
 // %1 has no user; %0's only user is %1, so both go (one backward walk).
 "builtin.module"() ({
   "func.func"() ({

@@ -1,4 +1,4 @@
-// RUN: dce
+// RUN: tx8lab opt %s -p 'dce' | filecheck %s
 // %0 fans out to a dead Relu and a live Abs: %0 stays, only the Relu goes.
 "builtin.module"() ({
   "func.func"() ({

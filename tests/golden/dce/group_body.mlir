@@ -1,4 +1,4 @@
-// RUN: dce
+// RUN: tx8lab opt %s -p 'dce' | filecheck %s
 // Inside a live group the dead Abs goes; the group keeps its signature. The second group
 // has no used result and no side effect: it goes whole, with its body.
 "builtin.module"() ({

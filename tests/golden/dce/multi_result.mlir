@@ -1,4 +1,4 @@
-// RUN: dce
+// RUN: tx8lab opt %s -p 'dce' | filecheck %s
 // One result of the Split is used: the op stays whole (results are never dropped, that
 // would renumber %0#1). The Split %1 has no used result and goes.
 "builtin.module"() ({

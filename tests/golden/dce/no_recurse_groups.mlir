@@ -1,4 +1,4 @@
-// RUN: dce recurse_groups=false
+// RUN: tx8lab opt %s -p 'dce{recurse_groups=false}' | filecheck %s
 // With recurse_groups=false group bodies are left alone: the dead Abs inside the live
 // group stays. A dead group still goes whole.
 "builtin.module"() ({

@@ -1,4 +1,4 @@
-// RUN: dce
+// RUN: tx8lab opt %s -p 'dce' | filecheck %s
 // Every op feeds the output: DCE returns its input unchanged.
 "builtin.module"() ({
   "func.func"() ({

@@ -1,4 +1,4 @@
-// RUN: dce
+// RUN: tx8lab opt %s -p 'dce' | filecheck %s
 // %0 is shared by a live Add and a dead Mul: it stays. %1 is used only by the dead Mul
 // and goes with it. The RandomInit weight %2 has no user and goes too.
 "builtin.module"() ({

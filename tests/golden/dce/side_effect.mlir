@@ -1,4 +1,4 @@
-// RUN: dce
+// RUN: tx8lab opt %s -p 'dce' | filecheck %s
 // StoreVar writes DDR: it stays although its result is unused, and so does the Relu that
 // feeds it. The LoadVar only reads, so the unused one goes.
 "builtin.module"() ({

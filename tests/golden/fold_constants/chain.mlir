@@ -1,4 +1,4 @@
-// RUN: fold-constants
+// RUN: tx8lab opt %s -p 'fold-constants' | filecheck %s
 // Neg(c) then Add(Neg(c), d): both fold in one walk, each into a Constant with a fresh id
 // created by the pass, at the place of the op it replaces. -[1, 2] + [0.5, 0.25] =
 // [-0.5, -1.75]. The source constants stay, unused (dce removes them).

@@ -1,4 +1,4 @@
-// RUN: fold-constants
+// RUN: tx8lab opt %s -p 'fold-constants' | filecheck %s
 // The folded Neg %1 has three users; all three now read the new Constant %4, and the
 // Relu of it folds as well.
 "builtin.module"() ({

@@ -1,4 +1,4 @@
-// RUN: fold-constants
+// RUN: tx8lab opt %s -p 'fold-constants' | filecheck %s
 // A group body is folded on its own: the Neg of the constant defined inside the group
 // folds; the constant outside is not visible inside (the body is isolated from above),
 // so the Mul of two block arguments stays.

@@ -1,4 +1,4 @@
-// RUN: fold-constants max_bytes=32
+// RUN: tx8lab opt %s -p 'fold-constants{max_bytes=32}' | filecheck %s
 // max_bytes=32: the Broadcast of a scalar to 4x4 f32 (64 bytes) stays an op; the 2x2
 // one (16 bytes) folds. The size comes from the result type, before computing.
 "builtin.module"() ({

@@ -1,4 +1,4 @@
-// RUN: fold-constants
+// RUN: tx8lab opt %s -p 'fold-constants' | filecheck %s
 // No op has only constant operands: the module comes back unchanged (same ids, same
 // next_id; no Constant created by the pass).
 "builtin.module"() ({

@@ -1,4 +1,4 @@
-// RUN: fold-constants
+// RUN: tx8lab opt %s -p 'fold-constants' | filecheck %s
 // RandomInit weights are seeds, not bytes: neither the Transpose of one nor the Add of a
 // weight and a dense constant is folded (each gets a "kept" decision).
 "builtin.module"() ({

@@ -1,4 +1,4 @@
-// RUN: fold-constants
+// RUN: tx8lab opt %s -p 'fold-constants' | filecheck %s
 // A shape-style subgraph: Concatenate of a table with itself, Reshape, Convert to f16.
 // All three fold; the live Split (two results) of a constant does not, since it would
 // become two Constants.

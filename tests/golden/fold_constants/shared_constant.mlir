@@ -1,4 +1,4 @@
-// RUN: fold-constants
+// RUN: tx8lab opt %s -p 'fold-constants' | filecheck %s
 // %0 is shared: its Transpose folds, its use by the Add (with a function input) cannot,
 // so %0 keeps that user. i32 data: Transpose of [[1, 2, 3], [4, 5, 6]].
 "builtin.module"() ({

@@ -1,4 +1,4 @@
-// RUN: group-hdfg
+// RUN: tx8lab opt %s -p 'group-hdfg' | filecheck %s
 // BatchNorm_Inference is the multiply then add that Relay's SimplifyInference makes of it:
 // it takes the mul and add nodes after the ipa, so the residual Add lands on res_add and
 // the Relu on compare, all in one trip with the conv's weight and the BN constants.

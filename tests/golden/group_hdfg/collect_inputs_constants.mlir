@@ -1,4 +1,4 @@
-// RUN: group-hdfg
+// RUN: tx8lab opt %s -p 'group-hdfg' | filecheck %s
 // CollectInputs: the LoadConst, the Tuple and the two Constants under it are collected
 // upward into the group of the first op that reads them. The second group reads the
 // Tuple's other field from the first group (it is grouped already: seed stop 2) and

@@ -1,4 +1,4 @@
-// RUN: group-hdfg
+// RUN: tx8lab opt %s -p 'group-hdfg' | filecheck %s
 // The Constant %0 is read by the group's Add and, before it, by the ungrouped Sigmoid:
 // collecting it would make the group produce the Sigmoid's input, so it stays outside and
 // the group reads it as an operand.

@@ -1,4 +1,4 @@
-// RUN: group-hdfg
+// RUN: tx8lab opt %s -p 'group-hdfg' | filecheck %s
 // The seed 002 conv chain: pad -> conv -> relu -> pad -> conv -> relu -> pool. The HDFG has
 // one pad and one ipa per trip (concat > add_pre > mul_pre > pad > ipa > mul > add > ...),
 // so the second Pad cannot follow the first trip's compare: FindMatch restarts from the

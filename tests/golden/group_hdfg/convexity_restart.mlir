@@ -1,4 +1,4 @@
-// RUN: group-hdfg
+// RUN: tx8lab opt %s -p 'group-hdfg' | filecheck %s
 // Conv -> Neg -> Add(conv, neg): the Add could follow the ipa on the adder, but its
 // operand %2 (Neg, unmapped, outside) depends on the group, so joining would make the group
 // non-convex: the Add opens a new group from the source instead.

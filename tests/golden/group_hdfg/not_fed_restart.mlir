@@ -1,4 +1,4 @@
-// RUN: group-hdfg
+// RUN: tx8lab opt %s -p 'group-hdfg' | filecheck %s
 // Two independent users of %arg0: the Add is visited right after the MatMul and an adder
 // follows the ipa, but the Add reads nothing the MatMul's group computes, so it opens a
 // group of its own (the seed would glue the two into one trip).

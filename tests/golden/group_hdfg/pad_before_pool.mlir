@@ -1,4 +1,4 @@
-// RUN: group-hdfg
+// RUN: tx8lab opt %s -p 'group-hdfg' | filecheck %s
 // A Pad after conv + batch norm runs on pool_pad (the adder's successor), then the MaxPool2d
 // on pool: one trip, not a restart at the IPA's pad.
 "builtin.module"() ({

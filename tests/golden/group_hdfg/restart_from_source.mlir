@@ -1,4 +1,4 @@
-// RUN: group-hdfg
+// RUN: tx8lab opt %s -p 'group-hdfg' | filecheck %s
 // MatMul -> Add -> Mul: the Add runs on the adder after the ipa, but no multiplier follows
 // that adder, so the Mul restarts from the HDFG source and lands on mul_pre in a new group.
 "builtin.module"() ({

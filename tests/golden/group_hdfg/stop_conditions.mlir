@@ -1,4 +1,4 @@
-// RUN: group-hdfg
+// RUN: tx8lab opt %s -p 'group-hdfg' | filecheck %s
 // The seed's three CollectInputs stops, seen from the second group (%5 %6 %7):
 // (1) %3, the root of the first group, is read from it; (2) the weight %0 and the bias %1,
 // grouped already, are read from the first group too; (3) the Softmax, a compute op the op

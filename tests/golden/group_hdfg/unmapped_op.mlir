@@ -1,4 +1,4 @@
-// RUN: group-hdfg
+// RUN: tx8lab opt %s -p 'group-hdfg' | filecheck %s
 // An op the op map does not know (Sigmoid) stays ungrouped between the two groups; the
 // residual Add reads the first MatMul straight from the first group.
 "builtin.module"() ({

@@ -1,4 +1,4 @@
-// RUN: group-hdfg
+// RUN: tx8lab opt %s -p 'group-hdfg' | filecheck %s
 // ChannelNorm is virtual in the opu graph: between a MatMul and its bias Add it rides along
 // in the group without taking a node (the path stays ipa > add); one that reads no value
 // of the current group stays outside.

@@ -1,4 +1,4 @@
-// RUN: group-ldst
+// RUN: tx8lab opt %s -p 'group-ldst' | filecheck %s
 // Embedding's needLoad bit 0 (the table) is clear (seed: "mask, embedding 就不需要"): only
 // the indices get a LoadVar; the table stays a block argument read in DDR.
 "builtin.module"() ({

@@ -1,4 +1,4 @@
-// RUN: group-ldst
+// RUN: tx8lab opt %s -p 'group-ldst' | filecheck %s
 // Each group input read by an op whose needLoad bit is set gets a LoadVar at the group's
 // entry; each output whose producer's needStore bit is set a StoreVar before the Return,
 // which returns it. The groups load and store: group_tag = 0.

@@ -1,4 +1,4 @@
-// RUN: group-ldst
+// RUN: tx8lab opt %s -p 'group-ldst' | filecheck %s
 // The group returns its block argument untouched (nothing in the group computed it, it
 // is already in DDR: no store) and the same Relu result twice (one StoreVar serves both
 // Return operands).

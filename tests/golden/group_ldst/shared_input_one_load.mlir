@@ -1,4 +1,4 @@
-// RUN: group-ldst
+// RUN: tx8lab opt %s -p 'group-ldst' | filecheck %s
 // Two body ops read the same input: one LoadVar feeds both (the seed code's usersLoad).
 "builtin.module"() ({
   "func.func"() ({

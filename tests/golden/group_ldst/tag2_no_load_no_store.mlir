@@ -1,4 +1,4 @@
-// RUN: group-ldst
+// RUN: tx8lab opt %s -p 'group-ldst' | filecheck %s
 // A group that neither loads nor stores gets group_tag = 2 (its ops work on DDR, so
 // group-cost does not split it). The Embedding reads its table in DDR (needLoad bit 0
 // clear), its indices come from a bypasscodegen LoadConst (no code: not a load), and the

@@ -1,4 +1,4 @@
-// RUN: group-mapping
+// RUN: tx8lab opt %s -p 'group-mapping' | filecheck %s
 // simpleGroupMapping: every group gets dev_region = (x0, y0, x_dim, y_dim) = the whole 4x4
 // TX81 mesh from tile (0, 0); the module records the dims (seed ModuleAttr::TileDx/TileDy).
 "builtin.module"() ({

@@ -1,4 +1,4 @@
-// RUN: group-mapping
+// RUN: tx8lab opt %s -p 'group-mapping' | filecheck %s
 // Tile dims already on the module (here 2 x 1, within the 4x4 mesh) win over the hardware's.
 "builtin.module"() ({
   "func.func"() ({

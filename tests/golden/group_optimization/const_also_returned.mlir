@@ -1,4 +1,4 @@
-// RUN: group-optimization
+// RUN: tx8lab opt %s -p 'group-optimization' | filecheck %s
 // A constant the function also returns stays at the top level; the group gets a copy.
 "builtin.module"() ({
   "func.func"() ({

@@ -1,4 +1,4 @@
-// RUN: group-optimization
+// RUN: tx8lab opt %s -p 'group-optimization' | filecheck %s
 // A group formed earlier (group-pattern: group_rule "add_relu") keeps its id and rule; the
 // constant it reads moves into it (operand and block argument go), and the Neg left
 // outside gets a single group.

@@ -1,4 +1,4 @@
-// RUN: group-optimization move_constants=false
+// RUN: tx8lab opt %s -p 'group-optimization{move_constants=false}' | filecheck %s
 // With move_constants=false the LoadConst stays at the top level and is a group input.
 "builtin.module"() ({
   "func.func"() ({

@@ -1,4 +1,4 @@
-// RUN: group-optimization
+// RUN: tx8lab opt %s -p 'group-optimization' | filecheck %s
 // The LoadConst feeding the Add is a dependency, not an input: it moves into the Add's
 // group, before the Add, and the group reads only %arg0.
 "builtin.module"() ({

@@ -1,4 +1,4 @@
-// RUN: group-optimization
+// RUN: tx8lab opt %s -p 'group-optimization' | filecheck %s
 // One LoadConst read by two groups: the first group (program order) gets the op itself,
 // the second a copy with a fresh id and the same const_id and data.
 "builtin.module"() ({

@@ -1,4 +1,4 @@
-// RUN: group-optimization
+// RUN: tx8lab opt %s -p 'group-optimization' | filecheck %s
 // Every compute op in no group gets its own tx8be.Group (createSingleGroup) with
 // group_rule = "single": its inputs are the values other ops computed, its results the op's.
 "builtin.module"() ({

@@ -1,4 +1,4 @@
-// RUN: group-pattern patterns_file=tests/golden/group_pattern/already_grouped.txt
+// RUN: tx8lab opt %s -p 'group-pattern{patterns_file=tests/golden/group_pattern/already_grouped.txt}' | filecheck %s
 // Ops in a group are left alone: Relu Neg stays as it is (the pattern cannot reach into
 // it) and Abs Sigmoid gets group_id 4, after the existing group's 3.
 "builtin.module"() ({

@@ -1,4 +1,4 @@
-// RUN: group-pattern opt_group=cnn
+// RUN: tx8lab opt %s -p 'group-pattern{opt_group=cnn}' | filecheck %s
 // The shipped cnn config: the stem conv_bn_act_pool (Conv2d BatchNorm_Inference Relu
 // MaxPool2d) and the residual conv_bn_add_act (Conv2d BatchNorm_Inference Add Relu).
 "builtin.module"() ({

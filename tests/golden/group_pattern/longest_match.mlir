@@ -1,4 +1,4 @@
-// RUN: group-pattern patterns_file=tests/golden/group_pattern/longest_match.txt
+// RUN: tx8lab opt %s -p 'group-pattern{patterns_file=tests/golden/group_pattern/longest_match.txt}' | filecheck %s
 // Longest match first (the seed's text): 'long' (3 ops, priority 10) beats 'short'
 // (2 ops, priority 50).
 "builtin.module"() ({

@@ -1,4 +1,4 @@
-// RUN: group-pattern ddr_kinds=Reshape patterns_file=tests/golden/group_pattern/need_store_pruning.txt
+// RUN: tx8lab opt %s -p 'group-pattern{ddr_kinds=Reshape patterns_file=tests/golden/group_pattern/need_store_pruning.txt}' | filecheck %s
 // With Reshape working in DDR (need_store = need_load = 0) the seed's
 // 'if (!needStore && needLoad) continue' skips the Neg after it: the longer sequence
 // Relu Reshape Neg cannot match and Relu Reshape is the group.

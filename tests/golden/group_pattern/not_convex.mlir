@@ -1,4 +1,4 @@
-// RUN: group-pattern patterns_file=tests/golden/group_pattern/not_convex.txt
+// RUN: tx8lab opt %s -p 'group-pattern{patterns_file=tests/golden/group_pattern/not_convex.txt}' | filecheck %s
 // Relu Neg Add is a match but not a convex group (Relu -> Abs -> Add leaves it and comes
 // back); the next best match from the Relu, Relu Neg, is applied instead.
 "builtin.module"() ({

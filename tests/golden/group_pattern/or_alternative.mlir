@@ -1,4 +1,4 @@
-// RUN: group-pattern patterns_file=tests/golden/group_pattern/or_alternative.txt
+// RUN: tx8lab opt %s -p 'group-pattern{patterns_file=tests/golden/group_pattern/or_alternative.txt}' | filecheck %s
 // OR splits a pattern into whole sequences (seed: 'A B OR C D' is 'A B' and 'C D'):
 // Relu Neg and Abs Sigmoid are grouped, Relu Sigmoid is not a sequence of the pattern.
 "builtin.module"() ({

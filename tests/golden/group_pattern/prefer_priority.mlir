@@ -1,4 +1,4 @@
-// RUN: group-pattern prefer=priority patterns_file=tests/golden/group_pattern/prefer_priority.txt
+// RUN: tx8lab opt %s -p 'group-pattern{prefer=priority patterns_file=tests/golden/group_pattern/prefer_priority.txt}' | filecheck %s
 // prefer=priority is the seed's code: a deeper pattern end replaces a shallower one only
 // with a strictly higher priority, so 'short' (priority 50) wins.
 "builtin.module"() ({

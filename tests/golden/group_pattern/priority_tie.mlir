@@ -1,4 +1,4 @@
-// RUN: group-pattern patterns_file=tests/golden/group_pattern/priority_tie.txt
+// RUN: tx8lab opt %s -p 'group-pattern{patterns_file=tests/golden/group_pattern/priority_tie.txt}' | filecheck %s
 // Two matches of the same length from one op: the higher priority wins (Relu Abs, 20
 // over Relu Neg, 10); on equal priorities the first user in program order wins (Exp Neg).
 "builtin.module"() ({

@@ -1,4 +1,4 @@
-// RUN: group-pattern single_user=true patterns_file=tests/golden/group_pattern/single_user.txt
+// RUN: tx8lab opt %s -p 'group-pattern{single_user=true patterns_file=tests/golden/group_pattern/single_user.txt}' | filecheck %s
 // single_user=true (not the seed's default) stops a match at an op with several readers:
 // the Relu read by Neg and Abs forms no group, Exp Neg does.
 "builtin.module"() ({

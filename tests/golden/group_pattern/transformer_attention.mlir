@@ -1,4 +1,4 @@
-// RUN: group-pattern opt_group=auto
+// RUN: tx8lab opt %s -p 'group-pattern{opt_group=auto}' | filecheck %s
 // opt_group=auto picks transformer (no Conv2d); its attention pattern groups
 // MatMul Mul Softmax MatMul; the scale Constant stays outside as the group's operand.
 "builtin.module"() ({

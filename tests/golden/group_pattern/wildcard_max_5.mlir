@@ -1,4 +1,4 @@
-// RUN: group-pattern patterns_file=tests/golden/group_pattern/wildcard_max_5.txt
+// RUN: tx8lab opt %s -p 'group-pattern{patterns_file=tests/golden/group_pattern/wildcard_max_5.txt}' | filecheck %s
 // 'Neg *' stands for at most 5 Negs (the seed's loop runs 5 times): the sixth Neg
 // stays outside the group.
 "builtin.module"() ({

@@ -1,4 +1,4 @@
-// RUN: group-pattern patterns_file=tests/golden/group_pattern/wildcard_repeat.txt
+// RUN: tx8lab opt %s -p 'group-pattern{patterns_file=tests/golden/group_pattern/wildcard_repeat.txt}' | filecheck %s
 // 'Neg *' stands for 1 to 5 Negs: the longest match takes the Relu and all three Negs.
 "builtin.module"() ({
   "func.func"() ({

@@ -1,4 +1,4 @@
-// RUN: layout-align-npu compare=false
+// RUN: tx8lab opt %s -p 'layout-align-npu{compare=false}' | filecheck %s
 // Rule align_only: MaxPool2d has only an ALIGN kernel. Argument (NALIGN) -> ChannelNorm(true);
 // the Relu after it follows its parent (ALIGN); the output needs NALIGN -> ChannelNorm(false).
 "builtin.module"() ({

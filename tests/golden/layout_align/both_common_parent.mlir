@@ -1,4 +1,4 @@
-// RUN: layout-align-npu compare=false
+// RUN: tx8lab opt %s -p 'layout-align-npu{compare=false}' | filecheck %s
 // Rule both (parents agree): the Add of two Conv results (both ALIGN) is ALIGN;
 // one ChannelNorm(false) before the output.
 "builtin.module"() ({

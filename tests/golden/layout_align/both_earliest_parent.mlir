@@ -1,4 +1,4 @@
-// RUN: layout-align-npu compare=false
+// RUN: tx8lab opt %s -p 'layout-align-npu{compare=false}' | filecheck %s
 // Rule both (parents disagree): the Add's parents are the argument (NALIGN, earliest) and a
 // Conv (ALIGN); it takes the earliest parent's color, so the Conv's result is converted.
 "builtin.module"() ({

@@ -1,4 +1,4 @@
-// RUN: layout-align-npu compare=false
+// RUN: tx8lab opt %s -p 'layout-align-npu{compare=false}' | filecheck %s
 // Rule both (one parent): Relu and Sigmoid follow the Conv (ALIGN), so the only
 // ChannelNorms are at the argument, the weight and the output.
 "builtin.module"() ({

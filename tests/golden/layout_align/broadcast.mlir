@@ -1,4 +1,4 @@
-// RUN: layout-align-npu compare=false
+// RUN: tx8lab opt %s -p 'layout-align-npu{compare=false}' | filecheck %s
 // Rule broadcast: a V_VS Mul follows its complete input (the Conv, ALIGN), not the [16]
 // constant; the constant (rank 1: NALIGN) gets a ChannelNorm(true) that
 // layout-align-opt would erase.

@@ -1,4 +1,4 @@
-// RUN: layout-align-npu compare=false
+// RUN: tx8lab opt %s -p 'layout-align-npu{compare=false}' | filecheck %s
 // Rule channel_norm: a ChannelNorm already in the graph keeps its direction (true: it
 // produces ALIGN) and needs NALIGN on its input, so nothing is inserted before it.
 "builtin.module"() ({

@@ -1,4 +1,4 @@
-// RUN: layout-align-npu compare=false
+// RUN: tx8lab opt %s -p 'layout-align-npu{compare=false}' | filecheck %s
 // Rule dev_info: a Relu (BOTH) whose dev_info says Cx is fixed ALIGN; the NALIGN argument
 // gets a ChannelNorm(true) before it, and the Abs that follows it needs one (false)
 // before the output.

@@ -1,4 +1,4 @@
-// RUN: layout-align-npu compare=false
+// RUN: tx8lab opt %s -p 'layout-align-npu{compare=false}' | filecheck %s
 // Rules input/output: arguments are NALIGN and outputs must be NALIGN, so a chain of BOTH
 // ops stays NALIGN and needs no ChannelNorm.
 "builtin.module"() ({

@@ -1,4 +1,4 @@
-// RUN: layout-align-npu compare=false
+// RUN: tx8lab opt %s -p 'layout-align-npu{compare=false}' | filecheck %s
 // Rule no_parent: a rank-4 constant (BOTH, no operands) starts NALIGN, so the Conv that
 // reads it gets a ChannelNorm(true) on it.
 "builtin.module"() ({

@@ -1,4 +1,4 @@
-// RUN: layout-align-npu compare=false
+// RUN: tx8lab opt %s -p 'layout-align-npu{compare=false}' | filecheck %s
 // Rule odd_rank: a Relu with a rank-3 output is NALIGN even after an ALIGN Gemm, so it reads
 // a ChannelNorm(false); the rank-2 Relu before the Gemm follows the argument (NALIGN).
 "builtin.module"() ({

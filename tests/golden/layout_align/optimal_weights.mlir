@@ -1,4 +1,4 @@
-// RUN: layout-align-npu strategy=optimal compare=false
+// RUN: tx8lab opt %s -p 'layout-align-npu{strategy=optimal compare=false}' | filecheck %s
 // strategy=optimal: the weight constants are free, so the minimum cut makes them ALIGN
 // and only the argument and the output need a ChannelNorm (greedy inserts 4).
 "builtin.module"() ({

@@ -1,4 +1,4 @@
-// RUN: layout-align-npu compare=false
+// RUN: tx8lab opt %s -p 'layout-align-npu{compare=false}' | filecheck %s
 // Sharing: two MaxPools (ALIGN) read the same NALIGN argument; one ChannelNorm(true)
 // serves both (one per value and direction).
 "builtin.module"() ({

@@ -1,4 +1,4 @@
-// RUN: layout-align-npu compare=false
+// RUN: tx8lab opt %s -p 'layout-align-npu{compare=false}' | filecheck %s
 // Rule slice: C 64:128 of 128 (start > 0, end % 64 == 0) is NALIGN; C 0:64 is ALIGN.
 // The input comes from a Conv (ALIGN), so the NALIGN slice reads a ChannelNorm(false).
 "builtin.module"() ({

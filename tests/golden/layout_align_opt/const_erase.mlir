@@ -1,4 +1,4 @@
-// RUN: layout-align-opt
+// RUN: tx8lab opt %s -p 'layout-align-opt' | filecheck %s
 // ConstChannelNormErase: the rank-1 scale's only user is a ChannelNorm(true), so the Mul
 // reads the constant, now stored Cx, and the ChannelNorm goes. The weight (rank 4) keeps its.
 "builtin.module"() ({

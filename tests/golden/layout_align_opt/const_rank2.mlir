@@ -1,4 +1,4 @@
-// RUN: layout-align-opt
+// RUN: tx8lab opt %s -p 'layout-align-opt' | filecheck %s
 // ConstChannelNormErase does not fire: the Gemm weight has rank 2.
 "builtin.module"() ({
   "func.func"() ({

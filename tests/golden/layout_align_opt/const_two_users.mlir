@@ -1,4 +1,4 @@
-// RUN: layout-align-opt
+// RUN: tx8lab opt %s -p 'layout-align-opt' | filecheck %s
 // ConstChannelNormErase does not fire: the rank-1 constant also feeds a Relu (two users).
 "builtin.module"() ({
   "func.func"() ({

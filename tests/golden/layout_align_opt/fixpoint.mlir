@@ -1,4 +1,4 @@
-// RUN: layout-align-opt
+// RUN: tx8lab opt %s -p 'layout-align-opt' | filecheck %s
 // Fixpoint: round 1 merges the two ChannelNorms of the scale (RedundantChannelNormErase),
 // which leaves the scale with one user, so round 2 erases that one (ConstChannelNormErase).
 "builtin.module"() ({

@@ -1,4 +1,4 @@
-// RUN: layout-align-opt
+// RUN: tx8lab opt %s -p 'layout-align-opt' | filecheck %s
 // RedundantChannelNormErase: two ChannelNorm(true) of the same argument; the second one's
 // user reads the first and the second goes.
 "builtin.module"() ({

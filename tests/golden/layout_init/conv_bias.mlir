@@ -1,4 +1,4 @@
-// RUN: layout-init
+// RUN: tx8lab opt %s -p 'layout-init' | filecheck %s
 // Conv2d: NHWC features, OHWI weight ([Cout, KH, KW, Cin/group], as ops/conv.py computes),
 // the rank-1 bias Tensor, NHWC output.
 "builtin.module"() ({

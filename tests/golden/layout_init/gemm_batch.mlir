@@ -1,4 +1,4 @@
-// RUN: layout-init
+// RUN: tx8lab opt %s -p 'layout-init' | filecheck %s
 // A Gemm on a batch of rows ([4, 8], dim 0 not 1): every part is NTensor; trans_b does not
 // change the names (B is still a plain [N, K] tensor).
 "builtin.module"() ({

@@ -1,4 +1,4 @@
-// RUN: layout-init
+// RUN: tx8lab opt %s -p 'layout-init' | filecheck %s
 // A Gemm gets one layout per operand, then its result's, each Tensor or NTensor by its dim 0:
 // A [1, 8] and C [1, 4] are Tensor, B [8, 4] (dim 0 = K = 8) NTensor. Every other op is set
 // to Unknown explicitly, for layout-transmit to infer.

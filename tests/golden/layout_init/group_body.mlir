@@ -1,4 +1,4 @@
-// RUN: layout-init
+// RUN: tx8lab opt %s -p 'layout-init' | filecheck %s
 // Ops inside tx8be.Group bodies are initialised too; the groups themselves are Unknown.
 "builtin.module"() ({
   "func.func"() ({

@@ -1,4 +1,4 @@
-// RUN: layout-init
+// RUN: tx8lab opt %s -p 'layout-init' | filecheck %s
 // MatMul and BatchMatMul run on the NE like Gemm, so layout-init fixes their layouts too.
 "builtin.module"() ({
   "func.func"() ({

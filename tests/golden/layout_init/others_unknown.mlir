@@ -1,4 +1,4 @@
-// RUN: layout-init
+// RUN: tx8lab opt %s -p 'layout-init' | filecheck %s
 // No Gemm/Conv: every op is Unknown (layout-transmit will default them by shape).
 "builtin.module"() ({
   "func.func"() ({

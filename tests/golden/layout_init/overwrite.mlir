@@ -1,4 +1,4 @@
-// RUN: layout-init
+// RUN: tx8lab opt %s -p 'layout-init' | filecheck %s
 // Layouts already present are overwritten: the Gemm gets its own, the Relu goes back to
 // Unknown (both decisions name the old value).
 "builtin.module"() ({

@@ -1,4 +1,4 @@
-// RUN: layout-transmit
+// RUN: tx8lab opt %s -p 'layout-transmit' | filecheck %s
 // Backward: the Conv's operands fix their producers: the Sigmoid becomes NHWC-NHWC and the
 // weight Constant OHWI.
 "builtin.module"() ({

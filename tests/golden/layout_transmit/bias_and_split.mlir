@@ -1,4 +1,4 @@
-// RUN: layout-transmit
+// RUN: tx8lab opt %s -p 'layout-transmit' | filecheck %s
 // Tensor and NTensor are one family, re-derived from each tensor's shape: the Add keeps the
 // Gemm's NTensor, its rank-1 bias is defaulted (Tensor), and the Split along dim 0 gives a
 // [1, 6] Tensor and a [3, 6] NTensor.

@@ -1,4 +1,4 @@
-// RUN: layout-transmit
+// RUN: tx8lab opt %s -p 'layout-transmit' | filecheck %s
 // Broadcast stops the spread backward: its output is NHWC (the Conv reads it), its input and
 // the Neg before it are defaulted by shape ([1, 1, 1, 8]: Tensor).
 "builtin.module"() ({

@@ -1,4 +1,4 @@
-// RUN: layout-transmit
+// RUN: tx8lab opt %s -p 'layout-transmit' | filecheck %s
 // The Add infers NHWC from its first operand, which implies NHWC for %1 too; but the MatMul
 // already made %1 Tensor, so Tensor stays (first wins) and a conflict decision names both.
 "builtin.module"() ({

@@ -1,4 +1,4 @@
-// RUN: layout-transmit
+// RUN: tx8lab opt %s -p 'layout-transmit' | filecheck %s
 // No op has a known layout (no Gemm/Conv): everything is defaulted by shape, [1, 8] Tensor
 // and [3, 8] NTensor.
 "builtin.module"() ({

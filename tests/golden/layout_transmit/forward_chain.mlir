@@ -1,4 +1,4 @@
-// RUN: layout-transmit
+// RUN: tx8lab opt %s -p 'layout-transmit' | filecheck %s
 // Forward: the Conv's NHWC output flows through the Relu and the MaxPool (pools keep NHWC).
 "builtin.module"() ({
   "func.func"() ({

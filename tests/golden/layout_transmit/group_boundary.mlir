@@ -1,4 +1,4 @@
-// RUN: layout-transmit
+// RUN: tx8lab opt %s -p 'layout-transmit' | filecheck %s
 // Layouts cross tx8be.Group boundaries (block argument i is operand i, result j the Return's
 // operand j): the Conv fixes the Relu inside the first group (backward) and the Abs inside
 // the second (forward); each group's own layout_str is read off its operands and results.

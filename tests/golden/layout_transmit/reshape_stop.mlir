@@ -1,4 +1,4 @@
-// RUN: layout-transmit
+// RUN: tx8lab opt %s -p 'layout-transmit' | filecheck %s
 // Reshape stops the spread (seed: "遇到无法推导的节点 (如 Reshape, BroadCast) 则终止推导"):
 // it keeps the NHWC its input got from the Conv, its output is defaulted ([2, 128]:
 // NTensor), and so is the Relu after it, which no Gemm/Conv layout reaches.

@@ -1,4 +1,4 @@
-// RUN: layout-transmit
+// RUN: tx8lab opt %s -p 'layout-transmit' | filecheck %s
 // Two users of one function argument reach each other through it: the Relu reads %arg0,
 // which the Conv made NHWC.
 "builtin.module"() ({

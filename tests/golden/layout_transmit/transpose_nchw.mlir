@@ -1,4 +1,4 @@
-// RUN: layout-transmit
+// RUN: tx8lab opt %s -p 'layout-transmit' | filecheck %s
 // Transpose permutes a dimension-named layout: NHWC with perm (0, 3, 1, 2) is NCHW, which
 // the Abs after it carries on.
 "builtin.module"() ({

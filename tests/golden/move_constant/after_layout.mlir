@@ -1,4 +1,4 @@
-// RUN: move-constant
+// RUN: tx8lab opt %s -p 'move-constant' | filecheck %s
 // In the pipeline (after layout-init ... layout-align-opt): each LoadConst carries everything
 // its Constant had (dev_info, layout_str, value) plus const_id; the ChannelNorm after the conv
 // weight stays for const-norm, which folds it into the LoadConst's layout.

@@ -1,4 +1,4 @@
-// RUN: move-constant
+// RUN: tx8lab opt %s -p 'move-constant' | filecheck %s
 // Group bodies: the constant inside the group body becomes a LoadConst there. The table
 // outside feeds the group, whose body reads that argument only in an Embedding (no load),
 // so the group does not load it either: bypasscodegen.

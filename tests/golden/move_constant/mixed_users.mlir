@@ -1,4 +1,4 @@
-// RUN: move-constant
+// RUN: tx8lab opt %s -p 'move-constant' | filecheck %s
 // Users that disagree (a tied embedding): the Embedding reads the table in DDR, the Gemm needs
 // it loaded. The seed asserts here; one LoadConst per use lets each follow its own user, so
 // only the Embedding's carries bypasscodegen.

@@ -1,4 +1,4 @@
-// RUN: move-constant per_use=false
+// RUN: tx8lab opt %s -p 'move-constant{per_use=false}' | filecheck %s
 // Users that disagree, one shared LoadConst: it is loaded, since the Gemm needs it.
 "builtin.module"() ({
   "func.func"() ({

@@ -1,4 +1,4 @@
-// RUN: move-constant
+// RUN: tx8lab opt %s -p 'move-constant' | filecheck %s
 // needLoad from the users: the Embedding reads its table (operand 0, need_load bit clear)
 // in DDR, so that LoadConst gets bypasscodegen; the bias feeds an Add, which loads it.
 "builtin.module"() ({

@@ -1,4 +1,4 @@
-// RUN: move-constant
+// RUN: tx8lab opt %s -p 'move-constant' | filecheck %s
 // One LoadConst per use, as the seed's ConstantToLoadConst creates them inside its loop over
 // the uses: the Add and the Mul each read their own LoadConst, both with const id 0. The
 // first keeps the Constant's op id, the second is created by move-constant; both stand

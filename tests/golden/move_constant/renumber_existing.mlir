@@ -1,4 +1,4 @@
-// RUN: move-constant
+// RUN: tx8lab opt %s -p 'move-constant' | filecheck %s
 // LoadConsts already in the input are renumbered with the rest: %0 and %1 share id 7 (one
 // constant, id 0 now), %2 has no id yet (its own constant, id 1), the Constant %3 comes
 // last (id 2). Running move-constant again changes nothing.

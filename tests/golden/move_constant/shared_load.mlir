@@ -1,4 +1,4 @@
-// RUN: move-constant per_use=false
+// RUN: tx8lab opt %s -p 'move-constant{per_use=false}' | filecheck %s
 // per_use=false: one LoadConst per constant, read by every user (not the seed's way; const-norm's
 // processMultiUse then has nothing to unify). It keeps the Constant's op id.
 "builtin.module"() ({

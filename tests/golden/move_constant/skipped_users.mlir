@@ -1,4 +1,4 @@
-// RUN: move-constant
+// RUN: tx8lab opt %s -p 'move-constant' | filecheck %s
 // Uses with no say: a constant only returned, and one only packed into a Tuple, are skipped
 // users (the seed skips TupleOp), so nothing loads them: bypasscodegen. A constant with no use
 // gets no LoadConst and no id (the seed erases it after making none).

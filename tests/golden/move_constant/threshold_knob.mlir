@@ -1,4 +1,4 @@
-// RUN: move-constant threshold_bytes=4096
+// RUN: tx8lab opt %s -p 'move-constant{threshold_bytes=4096}' | filecheck %s
 // The threshold knob overrides the seed's 4 KiB x tiles: with 4096 B the 16x256 weight
 // (8192 B) is large too and comes before the 512 B one; the module records the value used.
 "builtin.module"() ({

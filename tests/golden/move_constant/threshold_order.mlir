@@ -1,4 +1,4 @@
-// RUN: move-constant
+// RUN: tx8lab opt %s -p 'move-constant' | filecheck %s
 // updateConstContainer: the 256x256 f16 weight (131072 B) is larger than 4 KiB x 16 tiles
 // = 65536 B, so it takes const id 0 although it is registered second; the two smaller
 // constants (512 B, 8192 B) follow in their registration order.

@@ -1,4 +1,4 @@
-// RUN: opt-barrier
+// RUN: tx8lab opt %s -p 'opt-barrier' | filecheck %s
 // A chain: each group reads the previous one, so layers are 2, 1, 0 from the output back
 // and every group is the last of its layer: three barriers, none saved.
 "builtin.module"() ({

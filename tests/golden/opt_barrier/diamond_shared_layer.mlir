@@ -1,4 +1,4 @@
-// RUN: opt-barrier
+// RUN: tx8lab opt %s -p 'opt-barrier' | filecheck %s
 // A diamond: the Relu and Abs groups both read the Neg group and are read by the Add
 // group, so they share layer 1; only the later one (program order) keeps its barrier.
 "builtin.module"() ({

@@ -1,4 +1,4 @@
-// RUN: opt-barrier sort_layers=false
+// RUN: tx8lab opt %s -p 'opt-barrier{sort_layers=false}' | filecheck %s
 // The same graph with the order kept: the seed's barriers (last of layer 1: the Abs group,
 // last of layer 0: the Sigmoid group) leave nothing between the Neg group and the Relu
 // group that reads it, so one extra barrier goes on the Neg group.

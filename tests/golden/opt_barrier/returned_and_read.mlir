@@ -1,4 +1,4 @@
-// RUN: opt-barrier
+// RUN: tx8lab opt %s -p 'opt-barrier' | filecheck %s
 // The Neg group's result is returned and read by the Relu group: it is in layer 1, not 0
 // (the seed's "要 return" rule would put it beside its own reader without a barrier).
 "builtin.module"() ({

@@ -1,4 +1,4 @@
-// RUN: opt-barrier
+// RUN: tx8lab opt %s -p 'opt-barrier' | filecheck %s
 // Two independent chains written one after the other: Neg, Relu, Abs, Sigmoid. Layers: the
 // Neg and Abs groups 1, the Relu and Sigmoid groups 0. Sorting by layer puts the Abs group
 // before the Relu group, so one barrier (on the Abs group, the last of layer 1) separates

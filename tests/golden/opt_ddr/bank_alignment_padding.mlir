@@ -1,4 +1,4 @@
-// RUN: opt-ddr
+// RUN: tx8lab opt %s -p 'opt-ddr' | filecheck %s
 // Consts first (const_id order), then vars (first access), every buffer on a 4096-byte
 // bank: const 0 (100 B) at 0, const 1 (5000 B) at 4096, the vars %arg0, the Add group's
 // result and the MatMul group's from 12288 in steps of a bank. Packed they would start at

@@ -1,4 +1,4 @@
-// RUN: opt-ddr policy=packed packed_align_bytes=1
+// RUN: tx8lab opt %s -p 'opt-ddr{policy=packed packed_align_bytes=1}' | filecheck %s
 // A buffer's bytes are its footprint in its dev_info.mem_layout: const 0 is Cx (3 channels
 // padded to 4: 32 B), const 1 compact (24 B). policy=packed with packed_align_bytes=1 is the
 // baseline, back to back: const 1 starts at 32, the var region right after.

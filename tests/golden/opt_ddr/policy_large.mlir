@@ -1,4 +1,4 @@
-// RUN: opt-ddr policy=large
+// RUN: tx8lab opt %s -p 'opt-ddr{policy=large}' | filecheck %s
 // policy=large: only const 1 (5000 B, at least a bank) starts on a bank and comes first;
 // the small buffers are packed after it in 64-byte steps (none crosses a bank boundary).
 "builtin.module"() ({

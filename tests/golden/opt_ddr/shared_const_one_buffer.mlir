@@ -1,4 +1,4 @@
-// RUN: opt-ddr
+// RUN: tx8lab opt %s -p 'opt-ddr' | filecheck %s
 // The two LoadConsts of const_id 0 (group-optimization's copy) share one DDR buffer; the
 // Add group's StoreVar and the Mul group's LoadVar move the same var and get one address.
 "builtin.module"() ({

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from tx8lab.core.passes.base import Pass
+from tx8lab.core.passes.base import Pass, parse_spec_entry, split_spec
 from tx8lab.core.passes.codegen import Codegen
 from tx8lab.core.passes.const_norm import ConstNorm
 from tx8lab.core.passes.dce import DCE
@@ -172,6 +172,33 @@ def parse_knob_settings(knobs: Mapping[str, Any] | Iterable[str] | None) -> dict
     return out
 
 
+def parse_pipeline_spec(text: str) -> list[Pass]:
+    """The passes that MLIR pass-pipeline text names: ``'dce{recurse_groups=false},group'``.
+
+    Each entry is ``name`` or ``name{knob=value knob2=value2}`` (:meth:`Pass.spec`);
+    ``parse_pipeline_spec(pipeline_spec(ps)) == ps``.
+
+    Examples:
+        >>> parse_pipeline_spec("fold-constants{max_bytes=4Ki}, dce")
+        [FoldConstants(max_bytes=4096), DCE(recurse_groups=True)]
+        >>> parse_pipeline_spec("dce{depth=1}")
+        Traceback (most recent call last):
+        ...
+        tx8lab.errors.Tx8labError: pass 'dce' has no knob 'depth'; its knobs: recurse_groups
+
+    Raises:
+        Tx8labError: unknown pass or knob, bad value, unbalanced braces or quotes.
+    """
+    if not text.strip():
+        raise Tx8labError("empty pass pipeline: write e.g. 'dce{recurse_groups=false},group'")
+    return [get_pass(parse_spec_entry(entry)[0]).from_spec(entry) for entry in split_spec(text)]
+
+
+def pipeline_spec(passes: Iterable[Pass]) -> str:
+    """The pass-pipeline text of ``passes``: their :meth:`Pass.spec` joined by commas."""
+    return ",".join(p.spec() for p in passes)
+
+
 def describe_passes() -> list[str]:
     """One line per registered pass with its knobs, for ``--help`` texts."""
     lines = []
@@ -204,6 +231,8 @@ __all__ = [
     "describe_passes",
     "get_pass",
     "parse_knob_settings",
+    "parse_pipeline_spec",
+    "pipeline_spec",
     "resolve_passes",
     "split_knob_key",
 ]

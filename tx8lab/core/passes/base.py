@@ -15,15 +15,23 @@ Readings chosen:
   knobs themselves stay on the (frozen) pass instance so that the instance is the cache key.
 - A pass that changes nothing returns its input module itself; ``Step.changed`` checks
   identity first, then op identity, and only then compares printed text.
+- The runner calls ``run_with(module, hw, context)``; its default calls ``run``. A pass
+  that reports progress overrides ``run_with`` and calls ``context.progress(done, total,
+  **postfix)``; the runner forwards that to its instruments (no module-level state).
+- ``spec()`` is MLIR's pass-pipeline text for one pass, ``name{knob=value knob2=value2}``,
+  knobs that differ from their default only, in field order; a string value with a space,
+  comma, brace, quote or ``=`` (or an empty one) is written in double quotes, a quote or
+  backslash inside escaped with a backslash. ``from_spec`` reads it back.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 import typing
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar, Literal, Self
@@ -220,6 +228,39 @@ class PassResult:
     """Larger results that are not IR (schedules, allocations) for views and the report."""
 
 
+# --------------------------------------------------------------------------- context
+
+
+def _no_report(done: int, total: int, postfix: Mapping[str, Any]) -> None:
+    del done, total, postfix
+
+
+@dataclass(frozen=True)
+class PassContext:
+    """What the runner hands a pass besides module and hw: its step index and a progress channel.
+
+    Examples:
+        >>> seen = []
+        >>> ctx = PassContext(0, lambda done, total, postfix: seen.append((done, total, postfix)))
+        >>> ctx.progress(1, 4, unit="group", hits=0); seen
+        [(1, 4, {'unit': 'group', 'hits': 0})]
+    """
+
+    index: int = 0
+    """Position of the pass in the pipeline."""
+    report: Callable[[int, int, Mapping[str, Any]], None] = _no_report
+    """Set by the runner: forwards ``(done, total, postfix)`` to the run's instruments."""
+
+    def progress(self, done: int, total: int, **postfix: Any) -> None:
+        """Report that ``done`` of ``total`` units of work are finished.
+
+        ``postfix`` holds short figures shown beside the bar (``hits=3``); the keys
+        ``unit`` (what is counted, ``"it"`` by default) and ``desc`` (the bar's label, the
+        pass name by default) name the bar itself. Reporting never changes results.
+        """
+        self.report(done, total, postfix)
+
+
 # --------------------------------------------------------------------------- passes
 
 
@@ -246,6 +287,15 @@ class Pass(ABC):
     @abstractmethod
     def run(self, module: Module, hw: ChipConfig) -> PassResult:
         """Transform ``module`` (never mutated) for ``hw``."""
+
+    def run_with(self, module: Module, hw: ChipConfig, context: PassContext) -> PassResult:
+        """``run`` as the runner calls it, with a :class:`PassContext` (ignored by default).
+
+        A pass that reports progress overrides this method and defines ``run(module, hw)``
+        as ``self.run_with(module, hw, PassContext())``.
+        """
+        del context
+        return self.run(module, hw)
 
     def check(self, module: Module) -> list[str]:
         """Post-conditions on this pass's output, as verifier problems (none by default)."""
@@ -295,6 +345,45 @@ class Pass(ABC):
         checked = {k: self.knob(k).check(v, f"{self.name}.{k}") for k, v in values.items()}
         return dataclasses.replace(self, **checked)
 
+    def spec(self) -> str:
+        """The pass-pipeline text of this pass: ``name{knob=value ...}`` (changed knobs only).
+
+        Examples:
+            >>> from tx8lab.core.passes import DCE, FoldConstants
+            >>> DCE().spec(), DCE(recurse_groups=False).spec()
+            ('dce', 'dce{recurse_groups=false}')
+            >>> FoldConstants.from_spec("fold-constants{max_bytes=4Ki}").max_bytes
+            4096
+        """
+        changed = [
+            f"{k.name}={_spec_value(getattr(self, k.name))}"
+            for k in self.knobs()
+            if getattr(self, k.name) != k.default
+        ]
+        return f"{self.name}{{{' '.join(changed)}}}" if changed else self.name
+
+    @classmethod
+    def from_spec(cls, text: str) -> Self:
+        """The pass that ``text`` (one ``name{knob=value ...}``, as :meth:`spec` writes) names.
+
+        Raises:
+            Tx8labError: the text names another pass, an unknown knob or a bad value, or
+                its braces or quotes do not balance; the message says what to write.
+        """
+        name, raw = parse_spec_entry(text)
+        if name != cls.name:
+            raise Tx8labError(f"pass spec {text.strip()!r} names pass {name!r}, not {cls.name!r}")
+        values: dict[str, Any] = {}
+        for key, (value, quoted) in raw.items():
+            spec = cls.knob(key)
+            where = f"{cls.name}.{key}"
+            values[key] = (
+                spec.check(value, where)
+                if quoted and spec.type is str
+                else spec.parse(value, where)
+            )
+        return cls(**values)
+
     def apply(self, module: Module, hw: ChipConfig, **knobs: Any) -> PassResult:
         """``run`` with some knobs changed: ``DCE().apply(m, hw, recurse_groups=False)``."""
         return (self.with_knobs(**knobs) if knobs else self).run(module, hw)
@@ -311,6 +400,120 @@ class Pass(ABC):
     ) -> Decision:
         """A :class:`Decision` made by this pass."""
         return Decision(op_id, choice, reason, self.name, tuple(related), data)
+
+
+# --------------------------------------------------------------------------- spec text
+
+_SPEC_HELP = "write name{knob=value knob2=value2}, passes separated by commas"
+_BARE = re.compile(r"[^\s,{}=\"\\]+")
+
+
+def _spec_value(value: Any) -> str:
+    """One knob value as spec text; strings that need it are quoted."""
+    text = _show(value)
+    if isinstance(value, str) and not _BARE.fullmatch(text):
+        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return text
+
+
+def split_spec(text: str) -> list[str]:
+    """The entries of a pipeline text ``'p1{k=v},p2'``, split at commas outside braces and quotes.
+
+    Examples:
+        >>> split_spec('dce, fold-constants{max_bytes=4Ki},group-pattern{ddr_kinds="a,b"}')
+        ['dce', 'fold-constants{max_bytes=4Ki}', 'group-pattern{ddr_kinds="a,b"}']
+    """
+    entries: list[str] = []
+    depth, quoted, escaped, start = 0, False, False, 0
+    for i, ch in enumerate(text):
+        if quoted:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                quoted = False
+        elif ch == '"':
+            quoted = True
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth < 0:
+                raise Tx8labError(f"pass pipeline {text!r}: unbalanced '}}'; {_SPEC_HELP}")
+        elif ch == "," and depth == 0:
+            entries.append(text[start:i].strip())
+            start = i + 1
+    if quoted:
+        raise Tx8labError(f"pass pipeline {text!r}: unterminated '\"'; {_SPEC_HELP}")
+    if depth:
+        raise Tx8labError(f"pass pipeline {text!r}: unbalanced '{{'; {_SPEC_HELP}")
+    entries.append(text[start:].strip())
+    if any(not e for e in entries):
+        raise Tx8labError(f"pass pipeline {text!r}: an empty pass name; {_SPEC_HELP}")
+    return entries
+
+
+def parse_spec_entry(text: str) -> tuple[str, dict[str, tuple[str, bool]]]:
+    """``(name, {knob: (raw value, was quoted)})`` for one ``name{knob=value ...}``.
+
+    Examples:
+        >>> parse_spec_entry('group-pattern{ddr_kinds="a b" single_user=true}')
+        ('group-pattern', {'ddr_kinds': ('a b', True), 'single_user': ('true', False)})
+    """
+    entries = split_spec(text)
+    if len(entries) != 1:
+        raise Tx8labError(f"pass spec {text!r} holds {len(entries)} passes, not one")
+    (entry,) = entries
+    name, brace, body = entry.partition("{")
+    name = name.strip()
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", name):
+        raise Tx8labError(f"pass spec {entry!r}: {name!r} is not a pass name; {_SPEC_HELP}")
+    if not brace:
+        return name, {}
+    if not body.endswith("}"):
+        raise Tx8labError(
+            f"pass spec {entry!r}: unbalanced braces (text after '}}' or none); {_SPEC_HELP}"
+        )
+    body = body[:-1]
+    values: dict[str, tuple[str, bool]] = {}
+    i = 0
+    while i < len(body):
+        if body[i].isspace():
+            i += 1
+            continue
+        match = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=").match(body, i)
+        if match is None:
+            raise Tx8labError(
+                f"pass spec {entry!r}: expected knob=value at {body[i:]!r}; {_SPEC_HELP}"
+            )
+        key = match[1]
+        i = match.end()
+        if i < len(body) and body[i] == '"':
+            chars: list[str] = []
+            i += 1
+            while i < len(body) and body[i] != '"':
+                if body[i] == "\\" and i + 1 < len(body):
+                    i += 1
+                chars.append(body[i])
+                i += 1
+            if i >= len(body):
+                raise Tx8labError(f"pass spec {entry!r}: unterminated '\"'; {_SPEC_HELP}")
+            value, quoted = "".join(chars), True
+            i += 1
+        else:
+            bare = _BARE.match(body, i)
+            if bare is None:
+                raise Tx8labError(
+                    f"pass spec {entry!r}: knob {name}.{key} has no value; write {key}=VALUE "
+                    '(quote a value with spaces or commas: "a b")'
+                )
+            value, quoted = bare[0], False
+            i = bare.end()
+        if key in values:
+            raise Tx8labError(f"pass spec {entry!r}: knob {name}.{key} is set twice")
+        values[key] = (value, quoted)
+    return name, values
 
 
 # --------------------------------------------------------------------------- steps
@@ -397,8 +600,11 @@ __all__ = [
     "Decision",
     "Knob",
     "Pass",
+    "PassContext",
     "PassResult",
     "Step",
     "knob",
+    "parse_spec_entry",
     "same_module",
+    "split_spec",
 ]
