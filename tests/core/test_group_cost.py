@@ -207,17 +207,30 @@ def test_template_hits_reuse_the_schedule_and_compute_their_stages_on_demand() -
         runs[10**9]
 
 
-def test_progress_bar_on_stderr_when_asked(capsys: pytest.CaptureFixture[str]) -> None:
+def test_progress_is_reported_per_group_while_searching() -> None:
+    """group-cost reports groups done through the runner's progress channel."""
+    from tx8lab.core.instruments import Instrument
+
+    class Record(Instrument):
+        def __init__(self) -> None:
+            self.seen: list[tuple[int, int, dict[str, object]]] = []
+
+        def progress(self, index, pass_, done, total, postfix):  # type: ignore[no-untyped-def]
+            self.seen.append((done, total, dict(postfix)))
+
     module = _grouped("tiny_cnn")
-    _cost(module, "group-cost.progress=on")
-    err = capsys.readouterr().err
-    assert "group-cost (search)" in err
-    assert "group" in err
-    # auto: no bar outside a terminal or notebook, and never for the default strategy
-    _cost(module)
-    assert "group-cost" not in capsys.readouterr().err
-    _cost(module, "group-cost.search=default", "group-cost.progress=auto")
-    assert "group-cost" not in capsys.readouterr().err
+    groups = sum(op.kind == "tx8be.Group" for op in module.main.ops)
+    rec = Record()
+    list(run_pipeline(module, build_pipeline(["group-cost"]), TX81, instruments=[rec]))
+    assert [(d, n) for d, n, _ in rec.seen] == [(i, groups) for i in range(1, groups + 1)]
+    assert rec.seen[-1][2]["desc"] == "group-cost (search)"
+    assert rec.seen[-1][2]["unit"] == "group"
+    assert "hits" in rec.seen[-1][2]
+    # the default strategy takes milliseconds per group: nothing to report
+    rec = Record()
+    settings = ["group-cost.search=default"]
+    list(run_pipeline(module, build_pipeline(["group-cost"], settings), TX81, instruments=[rec]))
+    assert rec.seen == []
 
 
 def test_group_tag_2_is_neither_split_nor_searched(monkeypatch: pytest.MonkeyPatch) -> None:

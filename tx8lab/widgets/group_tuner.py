@@ -98,7 +98,7 @@ from tx8lab.widgets.knob_panel import (
 from tx8lab.widgets.spm_gantt import cost_step, set_cursor, spm_gantt_figure
 from tx8lab.widgets.timeline import ColorBy, ScheduleView, set_timeline_cursor, timeline_figure
 
-#: group-cost knobs that change one group's cost (the others: chips, progress bar).
+#: group-cost knobs that change one group's cost (the others cut across chips).
 TUNER_KNOBS: tuple[str, ...] = (
     "multi_buffer",
     "retract",

@@ -59,26 +59,24 @@ Readings chosen:
   (replicated) wins; the Decision lists them. Report entries gain ``chips`` (op id ->
   chips per iteration dim), ``chip_plan`` and ``c2c_cycles``; the model total adds the
   chip-to-chip cycles.
-- ``progress`` (``auto``) shows a tqdm bar over the groups when searching in a terminal
-  or a notebook (``TX8LAB_NO_PROGRESS=1`` turns ``auto`` off); it never changes results.
+- **Progress**: while searching, each finished group is reported through the
+  :class:`~tx8lab.core.passes.base.PassContext` (groups done, template hits); the
+  runner's ``Progress`` instrument draws the bar. It never changes results.
 - A group that cannot fit in SPM even fully split is an error that names the group and
   its largest buffers (from slicing or from the allocator), never a silently wrong cost.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import os
 import re
-import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tx8lab.core.attrs import TAG_DDR
 from tx8lab.core.ir import Block, Module, Op
-from tx8lab.core.passes.base import Decision, Pass, PassResult, knob
+from tx8lab.core.passes.base import Decision, Pass, PassContext, PassResult, knob
 from tx8lab.core.schedule.estimate import GroupEstimate
 from tx8lab.core.schedule.search import MODES, ScheduledGroup, SearchResult, schedule_group
 from tx8lab.core.schedule.sharding import ChipCut
@@ -122,14 +120,12 @@ class GroupCost(Pass):
     """Seed ``chip_parallel`` dp dims; ``dp * tp`` must not exceed the preset's ``num_chips``."""
     tp: int = knob(1, "chips in tensor parallel: last dim cut, all-gathered after the group", min=1)
     """Seed ``chip_parallel`` tp dims (:func:`~tx8lab.core.schedule.sharding.chip_cut`)."""
-    progress: str = knob(
-        "auto",
-        "progress bar over the groups: auto (when searching, in a terminal or notebook)",
-        choices=("auto", "on", "off"),
-    )
-    """A tqdm bar (a widget in Jupyter) with the template hits so far; never changes results."""
 
     def run(self, module: Module, hw: ChipConfig) -> PassResult:
+        return self.run_with(module, hw, PassContext())
+
+    def run_with(self, module: Module, hw: ChipConfig, context: PassContext) -> PassResult:
+        """``run``, reporting the groups done to the runner's progress instruments."""
         from tx8lab.core.schedule.estimate import estimate_model
 
         if self.dp * self.tp > hw.num_chips:
@@ -148,29 +144,35 @@ class GroupCost(Pass):
         runs = _Runs(hw, self.settings())
         searches: dict[int, SearchResult] = {}
         groups = [op for func in module.functions for op in func.ops if op.kind == "tx8be.Group"]
-        with _progress(self.progress, len(groups), self.search) as bar:
-            for func in module.functions:
-                ops = []
-                for op in func.ops:
-                    if op.kind != "tx8be.Group":
-                        ops.append(op)
-                        continue
-                    done = self._schedule(op, hw, cache, runs)
-                    strategies[op.id] = done["strategy"]
-                    if done["search"] is not None:
-                        searches[op.id] = done["search"]
-                    estimates.append(done["estimate"])
-                    barriers.append(op.attrs.get("need_barrier", True) is not False)
-                    entries.append(done["entry"])
-                    decisions.append(done["decision"])
-                    ops.append(
-                        _annotated(
-                            op, done["entry"], done["strategy"], done["offsets"], self.retract
-                        )
+        done_groups = 0
+        for func in module.functions:
+            ops = []
+            for op in func.ops:
+                if op.kind != "tx8be.Group":
+                    ops.append(op)
+                    continue
+                done = self._schedule(op, hw, cache, runs)
+                strategies[op.id] = done["strategy"]
+                if done["search"] is not None:
+                    searches[op.id] = done["search"]
+                estimates.append(done["estimate"])
+                barriers.append(op.attrs.get("need_barrier", True) is not False)
+                entries.append(done["entry"])
+                decisions.append(done["decision"])
+                ops.append(
+                    _annotated(op, done["entry"], done["strategy"], done["offsets"], self.retract)
+                )
+                done_groups += 1
+                if self.search != "default":
+                    # a bar is worth showing only while searching (seconds per group)
+                    context.progress(
+                        done_groups,
+                        len(groups),
+                        unit="group",
+                        desc=f"group-cost ({self.search})",
+                        hits=cache.hits,
                     )
-                    bar.update(1)
-                    bar.set_postfix(hits=cache.hits, refresh=False)
-                functions.append(func.with_ops(ops) if ops != list(func.ops) else func)
+            functions.append(func.with_ops(ops) if ops != list(func.ops) else func)
         c2c = [int(e.get("c2c_cycles", 0)) for e in entries] if self.tp > 1 else []
         model = estimate_model(estimates, hw, need_barrier=barriers, c2c_cycles=c2c)
         stats: dict[str, int | float | str] = {
@@ -517,31 +519,3 @@ class _Runs(Mapping[int, GroupRun]):
 
     def __len__(self) -> int:
         return len(self._order)
-
-
-def _show_progress(setting: str, search: str) -> bool:
-    if setting != "auto":
-        return setting == "on"
-    if search == "default" or os.environ.get("TX8LAB_NO_PROGRESS"):
-        return False
-    if "ipykernel" in sys.modules:
-        return True
-    return sys.stderr.isatty()
-
-
-@contextlib.contextmanager
-def _progress(setting: str, total: int, search: str) -> Iterator[Any]:
-    """A tqdm bar over the groups (tqdm.auto: a widget in Jupyter), or a silent stand-in."""
-    from tqdm.auto import tqdm
-
-    bar = tqdm(
-        total=total,
-        desc=f"group-cost ({search})",
-        unit="group",
-        disable=not _show_progress(setting, search),
-        leave=False,
-    )
-    try:
-        yield bar
-    finally:
-        bar.close()
