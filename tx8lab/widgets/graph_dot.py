@@ -20,7 +20,7 @@ Readings chosen:
   default; rendering.md: beyond ~1000 nodes a full drawing is slow and unreadable) every
   group starts collapsed.
 - **ChannelNorms** are hexagons with a bold dark-red border, labelled with the layout they
-  produce (``to ALIGN`` for ``direction = true``, see ``layout_align.py``).
+  produce (``to ALIGN`` for ``direction = true``, see ``layout_align_npu.py``).
 - **Constants are dimmed**: small font, grey dashed border, fill at 40 % opacity (the fill
   colour itself still comes from the overlay, so re-colouring keeps the dimming).
 - **Removed ops** (``ghost``: the module before a pass) are drawn dashed with their old
