@@ -35,8 +35,9 @@ from tx8lab.core.group_automaton import (
 )
 from tx8lab.core.grouping import group_members, is_compute, outline
 from tx8lab.core.ir import TERMINATORS, IdCounter, Module
+from tx8lab.core.match_inspector import inspect_matches
 from tx8lab.core.passes import PASSES, build_pipeline
-from tx8lab.core.passes.group_pattern import GroupPattern, choose_config, inspect_matches
+from tx8lab.core.passes.group_pattern import GroupPattern, choose_config
 from tx8lab.core.runner import execute
 from tx8lab.core.text import print_module
 from tx8lab.errors import Tx8labError
