@@ -90,9 +90,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from tx8lab.core.ir import Block, Module, Op
 from tx8lab.core.passes.base import Decision, Pass, PassResult, knob
 from tx8lab.core.passes.group_ldst import TAG_DDR
+from tx8lab.core.schedule.chip_cuts import ChipCut
 from tx8lab.core.schedule.estimate import GroupEstimate
 from tx8lab.core.schedule.search import MODES, SearchResult, TemplateCache
-from tx8lab.core.schedule.sharding import ChipCut
 from tx8lab.core.schedule.tasks import ScheduleInput, Strategy, Timeline
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
@@ -219,8 +219,8 @@ class GroupCost(Pass):
         self, group: Op, hw: ChipConfig, cache: TemplateCache, stages: _Stages
     ) -> dict[str, Any]:
         """Every stage for one group; the pieces for artifacts, the report and a Decision."""
+        from tx8lab.core.schedule.chip_cuts import chip_cuts
         from tx8lab.core.schedule.estimate import report_fields
-        from tx8lab.core.schedule.sharding import chip_cuts
         from tx8lab.core.schedule.slicing import loop_counts
         from tx8lab.hw.cost import c2c_all_gather_cycles, c2c_all_reduce_cycles
 

@@ -95,10 +95,10 @@ import pandas as pd
 
 from tx8lab.core.ir import TERMINATORS, Op
 from tx8lab.core.ops import get_op_def
+from tx8lab.core.schedule.chip_cuts import ChipCut, with_chips
 from tx8lab.core.schedule.estimate import GroupEstimate, estimate_group
 from tx8lab.core.schedule.lifetimes import spm_lifetimes
 from tx8lab.core.schedule.sharding import (
-    ChipCut,
     ShardingLevel,
     SplitTry,
     min_slices,
@@ -108,7 +108,6 @@ from tx8lab.core.schedule.sharding import (
     param_for,
     propagate,
     split_tries,
-    with_chips,
 )
 from tx8lab.core.schedule.slicing import (
     default_strategy,
