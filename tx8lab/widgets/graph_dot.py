@@ -1,6 +1,6 @@
 """The graph view's pure part: a module (plus an overlay) as Graphviz DOT text.
 
-Spec: issue 7 item 1 ("Graph view") and shared/reference/rendering.md (DOT built with the
+Spec: the graph view and shared/reference/rendering.md (DOT built with the
 ``graphviz`` package, no binary needed to build it). :func:`module_to_dot` is all a
 headless report needs; the widget (:mod:`tx8lab.widgets.graph_view`) adds layout,
 hover, click and re-colouring on top.
