@@ -262,6 +262,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "tx8lab.core.constants",
         "tx8lab.core.group_automaton",
         "tx8lab.core.group_report",
+        "tx8lab.core.hdfg",
+        "tx8lab.core.match_inspector",
     ),
     # schedule: one group's data split, pipeline, lifetimes, allocation, estimate
     ("tx8lab.core.schedule", "tx8lab.core.schedule.*"),

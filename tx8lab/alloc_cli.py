@@ -1,6 +1,6 @@
 """``tx8lab alloc``: the SPM allocator on a MiniMalloc problem file.
 
-Spec: DESIGN.md §7. ``tx8lab alloc PROBLEM.csv --capacity BYTES
+Spec: DESIGN.md §7 (the SPM allocator as a command). ``tx8lab alloc PROBLEM.csv --capacity BYTES
 --strategy seed|best --out SOLUTION.csv [--time-limit S]`` writes ``id,offset`` rows
 (``check_solution.py`` reads them) and prints the peak, the lower bound and the time.
 

@@ -1,7 +1,8 @@
 """The tour in a real browser: JupyterLab 4, headless Debian Chromium, driven by Playwright.
 
-Spec: issue 7 ("Binder and browser test"). Starts JupyterLab on a free localhost port with
-a random token, opens a copy of ``notebooks/00_tour.ipynb``, runs all cells and checks:
+Spec: the tour notebook must run in a real browser, as on Binder. Starts JupyterLab on a free
+localhost port with a random token, opens a copy of ``notebooks/00_tour.ipynb``, runs all
+cells and checks:
 
 - no cell errored, and every code cell ran;
 - the small CNN's graph view shows the expected number of SVG nodes (the same graph

@@ -18,14 +18,10 @@ from hypothesis import given, settings
 from tests.strategies import modules
 from tx8lab.core import Builder, interpret, random_inputs, verify, zoo
 from tx8lab.core.grouping import group_members, is_compute, outline
+from tx8lab.core.hdfg import load_hdfg, parse_hdfg
 from tx8lab.core.ir import TERMINATORS, Function, IdCounter, Module, Op
 from tx8lab.core.passes import DEFAULT_PIPELINE, PASSES, build_pipeline
-from tx8lab.core.passes.group_hdfg import (
-    GroupHDFG,
-    load_hdfg,
-    parse_hdfg,
-    partition,
-)
+from tx8lab.core.passes.group_hdfg import GroupHDFG, partition
 from tx8lab.core.runner import run_pipeline
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import TX81

@@ -33,7 +33,7 @@ from tx8lab.core.passes.group_optimization import GroupOptimization
 from tx8lab.core.passes.opt_barrier import OptBarrier, group_layers
 from tx8lab.core.passes.opt_ddr import (
     DdrSlot,
-    OptDdr,
+    OptDDR,
     ddr_buffers,
     place,
     placement_frame,
@@ -401,12 +401,12 @@ def test_place_policies_and_stats() -> None:
 def test_opt_ddr_on_resnet_aligns_every_access() -> None:
     module = zoo.build("resnet50", size=64)
     laid = list(run_pipeline(module, build_pipeline(EARLIER), TX81))[-1].after
-    result = OptDdr().run(_run(laid, GroupOptimization(), GroupLdSt()), TX81)
+    result = OptDDR().run(_run(laid, GroupOptimization(), GroupLdSt()), TX81)
     stats = result.stats
     assert stats["aligned_accesses"] == stats["accesses"] > stats["aligned_accesses_packed"]
     assert stats["padding_bytes"] > stats["padding_bytes_packed"]
     assert stats["extra_banks"] == 0 < stats["extra_banks_packed"]
-    assert OptDdr().check(result.module) == []
+    assert OptDDR().check(result.module) == []
     slots = result.artifacts["placement"]
     assert {s.region for s in slots} == {"const", "var"}
     assert len(slots) == len(ddr_buffers(result.module))
@@ -417,13 +417,13 @@ def test_opt_ddr_too_small_ddr_is_a_clear_error() -> None:
     b.output(b.op("Add", b.input((1024,)), _weight(b, (1024,), 1)))
     module = _run(b.finish(), GroupOptimization(), GroupLdSt())
     with pytest.raises(Tx8labError, match=r"opt-ddr: .* need 12288 bytes of DDR"):
-        OptDdr().run(module, TX81.replace(ddr_bytes=8192))
+        OptDDR().run(module, TX81.replace(ddr_bytes=8192))
 
 
 def test_opt_ddr_check_catches_overlap_and_misalignment() -> None:
     b = Builder()
     b.output(b.op("Add", b.input((4,)), _weight(b, (4,), 1, const_id=0)))
-    placed = _run(b.finish(), GroupOptimization(), GroupLdSt(), OptDdr())
+    placed = _run(b.finish(), GroupOptimization(), GroupLdSt(), OptDDR())
     group = _groups(placed)[0]
     body = [
         op.with_attrs(ddr_addr=8) if op.kind == "tx8be.LoadVar" else op
@@ -431,7 +431,7 @@ def test_opt_ddr_check_catches_overlap_and_misalignment() -> None:
     ]
     group = group.replace(regions=(Block(group.regions[0].args, tuple(body)),))
     broken = Module((placed.main.with_ops([group, placed.main.ops[-1]]),), {}, placed.next_id)
-    problems = OptDdr().check(broken)
+    problems = OptDDR().check(broken)
     assert any("not on a bank" in p for p in problems)
     assert any("overlap" in p for p in problems)
 

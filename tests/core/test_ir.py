@@ -18,6 +18,7 @@ from tx8lab.core.ir import Block, Function, Module, Op, TensorType, Value
 from tx8lab.core.text import print_attr, print_dense, renumber
 from tx8lab.core.verify import verify_problems
 from tx8lab.errors import Tx8labError
+from tx8lab.hw import get_preset
 
 
 def small_module() -> Module:
@@ -312,3 +313,76 @@ def test_copy_of_a_10k_op_module_is_cheap() -> None:
     assert copy.main.ops[5] is module.main.ops[5]
     assert elapsed < 0.5  # generous: the benchmark reports the real figure (a few ms)
     assert print_attr(3) == "3 : i64"
+
+
+def test_op_attributes_are_read_only() -> None:
+    op = small_module().main.ops[0].with_attrs(tag="x")
+    with pytest.raises(TypeError, match="read-only"):
+        op.attrs["tag"] = "y"  # type: ignore[index]
+    with pytest.raises(TypeError, match="read-only"):
+        del op.attrs["tag"]  # type: ignore[attr-defined]
+    with pytest.raises(TypeError, match="read-only"):
+        op.attrs.update(tag="y")  # type: ignore[attr-defined]
+    with pytest.raises(TypeError, match="read-only"):
+        op.attrs.pop("tag")  # type: ignore[attr-defined]
+    # any mapping handed to the constructor is frozen (a copy: the caller's dict stays free)
+    mine = {"axis": 1}
+    built = Op(7, "tx8be.Relu", (), (), mine)
+    mine["axis"] = 2
+    assert built.attrs == {"axis": 1}
+    with pytest.raises(TypeError, match="read-only"):
+        built.attrs["axis"] = 3  # type: ignore[index]
+    # new attributes come from with_attrs, and the old op keeps its own
+    assert op.with_attrs(tag="y").attrs["tag"] == "y"
+    assert op.attrs["tag"] == "x"
+    assert dict(op.attrs) == {"tag": "x"}
+
+
+def _constant_arrays(module: Module) -> list[np.ndarray]:
+    return [
+        value
+        for op in module.walk()
+        for value in op.attrs.values()
+        if isinstance(value, np.ndarray)
+    ]
+
+
+def test_constant_payloads_are_read_only_wherever_they_enter() -> None:
+    from tx8lab.core.passes import FoldConstants
+
+    b = Builder()
+    x = b.input((2, 3), "f32")
+    c = b.constant([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], "f32")
+    b.output(b.op("Add", x, b.op("Neg", c)))
+    built = b.finish()
+    parsed = parse_module(print_module(built))
+    folded = FoldConstants().run(built, get_preset("tx81")).module
+    assert any(op.kind == "tx8be.Constant" and op.created_by for op in folded.walk())
+    for module in (built, parsed, folded):
+        arrays = _constant_arrays(module)
+        assert arrays
+        for array in arrays:
+            assert not array.flags.writeable
+            with pytest.raises(ValueError, match="read-only"):
+                array[...] = 0
+
+
+def test_onnx_initializers_are_read_only() -> None:
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    from tx8lab.core.frontends.onnx import load
+
+    weight = numpy_helper.from_array(np.ones((3, 4), np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+        [weight],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    del onnx
+    arrays = _constant_arrays(load(model))
+    assert arrays
+    assert all(not array.flags.writeable for array in arrays)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import sys
 from collections.abc import Mapping
@@ -228,6 +229,24 @@ def test_passes_never_mutate_their_input() -> None:
     for _ in run_pipeline(module, [*DEFAULT_PIPELINE, TagA(), TagB()], HW):
         pass
     assert print_module(module) == text
+
+
+@functools.cache
+def _pipeline_inputs() -> dict[str, Module]:
+    """Each default-pipeline pass's input module on a zoo model, by pass name."""
+    module = build("tiny_transformer_block")
+    return {step.pass_.name: step.before for step in run_pipeline(module, DEFAULT_PIPELINE, HW)}
+
+
+@pytest.mark.parametrize("name", list(PASSES))
+def test_every_registered_pass_leaves_its_input_unchanged(name: str) -> None:
+    inputs = _pipeline_inputs()
+    # the grouping strategies run where the ``group`` pass runs
+    module = inputs.get(name, inputs["group"])
+    text = print_module(module)
+    result = PASSES[name]().run(module, HW)
+    assert print_module(module) == text
+    assert result.module is not None
 
 
 def test_a_verifier_failure_names_the_pass_and_the_op() -> None:

@@ -541,7 +541,7 @@ def test_every_op_kind_has_a_rule_that_agrees_with_its_slices(kind: str) -> None
 
 
 def test_chip_cut_data_parallel_cuts_every_ops_batch() -> None:
-    from tx8lab.core.schedule.sharding import chip_cut
+    from tx8lab.core.schedule.chip_cuts import chip_cut
 
     b = Builder()
     x = b.input((8, 16, 16, 64), F16)
@@ -563,7 +563,7 @@ def test_chip_cut_data_parallel_cuts_every_ops_batch() -> None:
 
 
 def test_chip_cut_tensor_parallel_cuts_the_last_dim_and_counts_the_gather() -> None:
-    from tx8lab.core.schedule.sharding import chip_cut
+    from tx8lab.core.schedule.chip_cuts import chip_cut
 
     b = Builder()
     x = b.input((32, 64), F16)
@@ -592,7 +592,7 @@ def test_chip_cut_tensor_parallel_cuts_the_last_dim_and_counts_the_gather() -> N
 
 def test_chip_cuts_pairs_column_and_row_parallel_matmuls() -> None:
     """An FFN: the up-projection cut on N, the down-projection on K, one all-reduce."""
-    from tx8lab.core.schedule.sharding import chip_cuts
+    from tx8lab.core.schedule.chip_cuts import chip_cuts
 
     b = Builder()
     x = b.input((32, 64), F16)

@@ -119,7 +119,7 @@ def layout_figures(module: Module) -> dict[str, Any]:
     Also layout-init + layout-transmit: their time and how many ops no Gemm/Conv layout
     reached (defaulted to Tensor/NTensor by shape).
     """
-    from tx8lab.core.passes.layout_align import LayoutAlignToNPU
+    from tx8lab.core.passes.layout_align_npu import LayoutAlignNPU
     from tx8lab.core.passes.layout_align_opt import LayoutAlignOpt
     from tx8lab.core.passes.layout_init import LayoutInit
     from tx8lab.core.passes.layout_transmit import LayoutTransmit
@@ -132,7 +132,7 @@ def layout_figures(module: Module) -> dict[str, Any]:
     row["defaulted_ops"] = transmit.stats["defaulted_ops"]
     for strategy in ("greedy", "optimal"):
         seconds, result = _time(
-            functools.partial(LayoutAlignToNPU(strategy=strategy, compare=False).run, module, TX81)
+            functools.partial(LayoutAlignNPU(strategy=strategy, compare=False).run, module, TX81)
         )
         row[f"{strategy}_s"] = seconds
         row[strategy] = result.stats["channel_norms"]
@@ -363,11 +363,11 @@ def _group_table(zoo: Any) -> None:
 
 
 def _layout_table(zoo: Any, quick: bool) -> None:
-    from tx8lab.core.passes.layout_align import LayoutAlignToNPU
+    from tx8lab.core.passes.layout_align_npu import LayoutAlignNPU
     from tx8lab.hw import TX81
 
     # the first optimal run imports scipy; keep that out of the figures
-    LayoutAlignToNPU(strategy="optimal").run(zoo.build("tiny_cnn"), TX81)
+    LayoutAlignNPU(strategy="optimal").run(zoo.build("tiny_cnn"), TX81)
     print("\nlayout-align-npu: ChannelNorms inserted (and left after layout-align-opt), pass time")
     header = (
         f"{'case':34} {'ops':>7} {'greedy':>7} {'(opt)':>6} {'optimal':>8} {'(opt)':>6} "

@@ -1,4 +1,4 @@
-"""Figures of the sharding search for ``make bench``.
+"""Figures of the sharding search for ``make bench`` (candidates, wall time, best cycles).
 
 Three tables, printed by :func:`print_tables` (``tx8lab.bench`` calls it):
 

@@ -1,6 +1,7 @@
 """The ``groups`` entries of the JSON report, read off a grouped module.
 
-Spec: issue 4 item 7 and DESIGN.md §7 (``groups``: ``id``, ``ops``, ``group_tag`` ...).
+Spec: the ``--json`` report's group table, DESIGN.md §7 (``groups``: ``id``, ``ops``,
+``group_tag`` ...).
 Readings chosen:
 
 - One entry per top-level ``tx8be.Group`` of every function, in program order.

@@ -111,9 +111,81 @@ class Block:
         return self.ops[-1]
 
 
+class FrozenAttrs(dict[str, Any]):
+    """An op's attributes: a dict whose mutating methods raise ``TypeError``.
+
+    Reads cost what a dict's do (json, ``dict(attrs)``, ``attrs == {...}`` all work);
+    :class:`Op` wraps its attributes in one, so a pass that writes ``op.attrs[k] = v``
+    fails at once instead of changing the input module. Build a new op with
+    :meth:`Op.with_attrs` or :meth:`Op.replace` instead.
+
+    Examples:
+        >>> attrs = FrozenAttrs({"axis": 1})
+        >>> attrs["axis"] = 2
+        Traceback (most recent call last):
+        ...
+        TypeError: op attributes are read-only: build a new op with Op.with_attrs
+    """
+
+    __slots__ = ()
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("op attributes are read-only: build a new op with Op.with_attrs")
+
+    __setitem__ = _read_only
+    __delitem__ = _read_only
+    __ior__ = _read_only
+    clear = _read_only
+    pop = _read_only
+    popitem = _read_only
+    setdefault = _read_only
+    update = _read_only
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenAttrs, (dict(self),))
+
+    def __repr__(self) -> str:
+        return f"FrozenAttrs({dict.__repr__(self)})"
+
+
+def freeze_array(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """``array`` made read-only in place (``flags.writeable = False``), then returned.
+
+    Constant payloads enter the IR through this, so writing into a constant's data raises
+    ``ValueError: assignment destination is read-only``; copy it to change it.
+    """
+    if array.flags.writeable:
+        array.flags.writeable = False
+    return array
+
+
+def _freeze_value(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return freeze_array(value)
+    if type(value) is tuple:
+        for item in value:
+            _freeze_value(item)
+    return value
+
+
+def freeze_attrs(attrs: Mapping[str, Any]) -> FrozenAttrs:
+    """``attrs`` as a :class:`FrozenAttrs` whose numpy arrays are read-only."""
+    if type(attrs) is FrozenAttrs:
+        return attrs
+    frozen = FrozenAttrs(attrs)
+    for value in frozen.values():
+        if type(value) is not int and type(value) is not str:
+            _freeze_value(value)
+    return frozen
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Op:
-    """One operation. Frozen: change it with :meth:`replace`, which returns a new op."""
+    """One operation. Frozen: change it with :meth:`replace`, which returns a new op.
+
+    ``attrs`` is always a :class:`FrozenAttrs` (the constructor converts any mapping) and
+    every numpy array among its values is read-only, so neither can be changed in place.
+    """
 
     id: int
     kind: str
@@ -122,6 +194,10 @@ class Op:
     attrs: Mapping[str, Any] = field(default_factory=dict)
     regions: tuple[Block, ...] = ()
     created_by: str | None = None
+
+    def __post_init__(self) -> None:
+        if type(self.attrs) is not FrozenAttrs:
+            object.__setattr__(self, "attrs", freeze_attrs(self.attrs))
 
     @property
     def name(self) -> str:
@@ -167,7 +243,7 @@ class Op:
                 merged.pop(key, None)
             else:
                 merged[key] = value
-        return self.replace(attrs=merged)
+        return self.replace(attrs=freeze_attrs(merged))
 
     def walk(self) -> Iterator[Op]:
         """This op, then every op nested in its regions, in order."""
@@ -211,11 +287,18 @@ class Function:
 
 @dataclass(frozen=True, eq=False)
 class Module:
-    """A ``builtin.module``: functions, module attributes and the id counter."""
+    """A ``builtin.module``: functions, module attributes and the id counter.
+
+    ``attrs`` is a read-only :class:`FrozenAttrs`, as an op's are.
+    """
 
     functions: tuple[Function, ...]
     attrs: Mapping[str, Any] = field(default_factory=dict)
     next_id: int = 0
+
+    def __post_init__(self) -> None:
+        if type(self.attrs) is not FrozenAttrs:
+            object.__setattr__(self, "attrs", freeze_attrs(self.attrs))
 
     @property
     def main(self) -> Function:

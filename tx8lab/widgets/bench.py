@@ -7,7 +7,7 @@ For the lead's ``tx8lab.bench`` (``from tx8lab.widgets.bench import figures``) a
 - ``resnet50`` as built (the full ~440-op graph) and after the default pipeline, drawn in
   full (``collapse_above`` lifted) and as the view opens it (groups collapsed);
 - a 5k-op transformer stack (``llama_decoder`` with small dims, 96 layers: a long chain with
-  residual edges, as real models are) drawn in full, edge labels off (issue 7's 3 s goal),
+  residual edges, as real models are) drawn in full, edge labels off (the graph view's 3 s goal),
   and after the default pipeline (~13.5k ops with LoadVar/StoreVar, ~1.9k groups) as the
   view opens it, groups collapsed;
 - with ``adversarial=True``, ``tx8lab.bench.synthetic_layout_module(3800)`` through the
@@ -18,8 +18,8 @@ Each layout is run on every engine present (``dot``, ``wasm``). Re-colour figure
 Python side of an overlay switch on the widget (overlay computed + colour map), and
 :func:`~tx8lab.widgets.render.restyle_svg` on the whole SVG (what a static report does).
 
-One-group update figures (``tuner_figures()``, issue 7 item 7's "<= 100 ms for a one-group
-re-estimate"): a :class:`~tx8lab.widgets.group_tuner.GroupTuner` on the costliest group of
+One-group update figures (``tuner_figures()``, the tuner's goal, "<= 100 ms for a
+one-group re-estimate"): a :class:`~tx8lab.widgets.group_tuner.GroupTuner` on the costliest group of
 resnet50 and of llama_decoder (layers=1) after the default pipeline, a few knob changes
 (:data:`TUNER_CHANGES`, each a new state: no tuner cache hit) on the default-strategy path
 (``search=default``), the search path (``search=search``) and a forced candidate; median

@@ -1,6 +1,6 @@
 """What a pass changed: a graph diff by stable op id, an IR text diff, a decision table.
 
-Spec: issue 7 item 2 ("Pass stepper": IR text diff, graph diff by stable op id, Decisions
+Spec: the pass stepper's diffs (IR text diff, graph diff by stable op id, Decisions
 as a table). Pure functions over two modules; the pass stepper only displays them.
 
 Readings chosen:

@@ -1,8 +1,8 @@
 """FactorSpaceView: a group's sharding candidates, cycles vs SPM peak, and the one chosen.
 
-Spec: issue 7 item 3 ("the sharding levels and candidates of a group — cost vs SPM peak
-scatter with the Pareto front, rejected candidates by reason, the chosen strategy; selecting
-a candidate shows its split and timeline") over the search of issue 6
+Spec: the sharding levels and candidates of a group — cost vs SPM peak scatter with the
+Pareto front, rejected candidates by reason, the chosen strategy; selecting a candidate
+shows its split and timeline — over group-cost's search
 (:func:`~tx8lab.core.schedule.search.search_group`, seed 001 "GroupCostPass" and
 "DataSplitNewPass"). :func:`factor_space_figure` draws a
 :class:`~tx8lab.core.schedule.search.SearchResult` headless; :class:`FactorSpaceView` wraps

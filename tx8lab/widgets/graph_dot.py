@@ -1,6 +1,6 @@
 """The graph view's pure part: a module (plus an overlay) as Graphviz DOT text.
 
-Spec: issue 7 item 1 ("Graph view") and shared/reference/rendering.md (DOT built with the
+Spec: the graph view and shared/reference/rendering.md (DOT built with the
 ``graphviz`` package, no binary needed to build it). :func:`module_to_dot` is all a
 headless report needs; the widget (:mod:`tx8lab.widgets.graph_view`) adds layout,
 hover, click and re-colouring on top.
@@ -20,7 +20,7 @@ Readings chosen:
   default; rendering.md: beyond ~1000 nodes a full drawing is slow and unreadable) every
   group starts collapsed.
 - **ChannelNorms** are hexagons with a bold dark-red border, labelled with the layout they
-  produce (``to ALIGN`` for ``direction = true``, see ``layout_align.py``).
+  produce (``to ALIGN`` for ``direction = true``, see ``layout_align_npu.py``).
 - **Constants are dimmed**: small font, grey dashed border, fill at 40 % opacity (the fill
   colour itself still comes from the overlay, so re-colouring keeps the dimming).
 - **Removed ops** (``ghost``: the module before a pass) are drawn dashed with their old

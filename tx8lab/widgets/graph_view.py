@@ -1,9 +1,9 @@
 """GraphView: a module's ops as a Graphviz drawing in JupyterLab, coloured by an overlay.
 
-Spec: issue 7 item 1. The layout is computed in the kernel (``dot``, or Graphviz as wasm:
-:mod:`tx8lab.widgets.render`) and the SVG is sent to a small anywidget front end
-(``static/graph_view.js``) that adds hover, click and re-colouring. Every trait below is
-plain JSON, so a test drives the widget with ``set_state`` exactly as the browser would.
+Spec: the graph view of a module. The layout is computed in the kernel (``dot``, or Graphviz
+as wasm: :mod:`tx8lab.widgets.render`) and the SVG is sent to a small anywidget front end
+(``static/graph_view.js``) that adds hover, click and re-colouring. Every trait below is plain
+JSON, so a test drives the widget with ``set_state`` exactly as the browser would.
 
 Readings chosen:
 

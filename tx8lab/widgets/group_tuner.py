@@ -1,9 +1,10 @@
 """GroupTuner: tune ONE group's group-cost knobs and hardware, re-estimate it alone, redraw.
 
-Spec: issue 7 item 7 ("a change re-runs only the downstream passes ... target <= 100 ms
-for a one-group re-estimate; measure and report"). :class:`KnobPanel` re-runs whole passes
-through the :class:`~tx8lab.core.runner.Explorer`: a group-cost knob re-schedules every
-group of the model. The tuner is the scoped view: controls for the knobs that change one
+Spec: DESIGN.md §5 (a knob change re-runs only what it invalidates; a one-group
+re-estimate should take at most 100 ms, measured in ``make bench``).
+:class:`KnobPanel` re-runs whole passes through the
+:class:`~tx8lab.core.runner.Explorer`: a group-cost knob re-schedules every group of the
+model. The tuner is the scoped view: controls for the knobs that change one
 group's cost (group-cost's ``multi_buffer``, ``retract``, ``alloc``,
 ``alloc_time_limit_s``, ``search``, ``search_budget_s``; the hardware fields
 :data:`TUNER_HW_FIELDS`; a strategy picker over the group's search candidates), and a

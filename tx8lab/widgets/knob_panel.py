@@ -1,6 +1,6 @@
 """KnobPanel: controls for a pipeline's pass knobs and the hardware preset, linked to views.
 
-Spec: issue 7 item 7 and shared/reference/anchors-mission.md (9: "sliders re-run only
+Spec: knobs as sliders, and shared/reference/anchors-mission.md (9: "sliders re-run only
 downstream passes (cached), with a visible latency budget"). Every control is generated:
 one per :class:`~tx8lab.core.passes.base.Knob` of each pass in the pipeline (its type,
 choices and bounds) and one per chosen field of the

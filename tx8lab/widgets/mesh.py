@@ -1,6 +1,6 @@
 """Mesh heatmap: one group on the tile mesh, per tile cycles, SPM use and DMA bytes.
 
-Spec: issue 7 item 6 ("the 4x4 tiles with per-tile cycles, SPM use and DMA bytes for a
+Spec: the mesh view ("the 4x4 tiles with per-tile cycles, SPM use and DMA bytes for a
 group"). :func:`mesh_frame` gives one row per tile of ``hw.mesh_shape``;
 :func:`mesh_figure` draws the three quantities as three plotly heatmap panels side by side
 (headless: ``fig.to_html()``).

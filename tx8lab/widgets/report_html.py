@@ -1,6 +1,6 @@
 """The headless report: one standalone HTML page for a pipeline run (``tx8lab run --report``).
 
-Spec: issue 7 item 8 ("``tx8lab run MODEL --report out.html`` writes a standalone HTML page
+Spec: DESIGN.md §7 ("``tx8lab run MODEL --report out.html`` writes a standalone HTML page
 with the graph, the per-group table, factor space, Gantt and timeline (plotly + inline SVG,
 no server, no internet)"). :func:`write_html_report` writes the page from the run's steps and
 the JSON report of :func:`tx8lab.core.report.build_report`.
@@ -29,7 +29,7 @@ Readings chosen:
 - **Costliest groups** by ``cycles`` (ties: lower id first). The SPM Gantt compares the
   pipeline's allocation with the other strategy (:func:`compare_allocations`: ``seed``
   and ``best``, ``best`` limited to ``alloc_time_limit_s`` per group).
-- **Factor space** (issue 7 item 3) of the same costliest groups, in its own section
+- **Factor space** of the same costliest groups, in its own section
   before them: :func:`~tx8lab.widgets.factor_space.factor_space_figure` of the search
   group-cost stored (``search=search`` or ``exhaustive``); when the run did not search
   (``search=default``, or the group's strategy came from the template cache) the group is
@@ -38,7 +38,7 @@ Readings chosen:
   note naming the group and the error, not a missing section.
 - **Timing.** The page ends with how long each part took to build (graph layout, figures),
   so a slow report says where the time went.
-- **C** (issue 10): each costliest group ends with its IR beside the C the ``codegen``
+- **C** (the emitted main.c): each costliest group ends with its IR beside the C the ``codegen``
   step wrote for it (a ``<details>`` block, closed, with the byte count); without a
   codegen step the page says so once.
 """

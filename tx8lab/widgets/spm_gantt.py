@@ -1,6 +1,6 @@
 """SpmGantt: one group's SPM buffers as rectangles in time x offset, two allocators side by side.
 
-Spec: issue 7 item 4. Each lifetime of the allocation (seed SPMAllocPass: a buffer's live
+Spec: the SPM Gantt view. Each lifetime of the allocation (seed SPMAllocPass: a buffer's live
 interval, half-open ``[start, end)`` in pipeline time steps) is a rectangle from ``start`` to
 ``end`` along x and from ``offset`` to ``offset + size`` bytes along y, coloured by the IR op
 whose value (or scratch space) it holds. Each allocator gets a panel with the capacity line

@@ -1,6 +1,6 @@
 """PassStepper: walk a pipeline trace pass by pass and see what each pass changed and why.
 
-Spec: issue 7 item 2 and STYLE.md (Compiler Explorer's opt-pipeline view: a pass list that
+Spec: STYLE.md (Compiler Explorer's opt-pipeline view: a pass list that
 can hide passes which changed nothing, a before/after diff per pass). A plain ipywidgets
 box: a slider over the passes, a toggle, a header with the pass's wall time, knobs, pass
 spec and stats, and three tabs: the IR text diff, the graph diff (a :class:`GraphView` of the
@@ -16,7 +16,7 @@ Readings chosen:
 - The graph diff opens with the ``diff`` overlay (added green, changed orange, removed red,
   same grey); its menu switches to alignment, group ... without a new layout.
 - Everything shown is computed only for the selected step, when it is selected.
-- **C tab** (issue 10): when the trace has a ``codegen`` step, a dropdown picks a group
+- **C tab** (the emitted main.c): when the trace has a ``codegen`` step, a dropdown picks a group
   (``c_group``) and the tab shows that group's IR (as the codegen step saw it) beside its
   C (``artifacts["c"]``); whichever pass is selected, the C is the one codegen wrote.
   Without a codegen step the tab says so.

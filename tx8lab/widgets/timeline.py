@@ -1,6 +1,6 @@
 """TimelineView and ScheduleView: a group's software pipeline in cycles, one shared time cursor.
 
-Spec: issue 7 item 5 and seed 001 "TS_SwPipelinePass" (getEnginsPipeline: each time step puts
+Spec: seed 001 "TS_SwPipelinePass" (getEnginsPipeline: each time step puts
 at most one task instance in each engine slot ld, ne, ct, st, tdma). :func:`timeline_figure`
 draws every :class:`~tx8lab.core.schedule.tasks.Slot` of a timeline as a horizontal bar on its
 engine's row, from its start to its end cycle, labelled with the task id and its Repeat

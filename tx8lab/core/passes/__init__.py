@@ -25,13 +25,13 @@ from tx8lab.core.passes.group_ldst import GroupLdSt
 from tx8lab.core.passes.group_mapping import GroupMapping
 from tx8lab.core.passes.group_optimization import GroupOptimization
 from tx8lab.core.passes.group_pattern import GroupPattern
-from tx8lab.core.passes.layout_align import LayoutAlignToNPU
+from tx8lab.core.passes.layout_align_npu import LayoutAlignNPU
 from tx8lab.core.passes.layout_align_opt import LayoutAlignOpt
 from tx8lab.core.passes.layout_init import LayoutInit
 from tx8lab.core.passes.layout_transmit import LayoutTransmit
 from tx8lab.core.passes.move_constant import MoveConstant
 from tx8lab.core.passes.opt_barrier import OptBarrier
-from tx8lab.core.passes.opt_ddr import OptDdr
+from tx8lab.core.passes.opt_ddr import OptDDR
 from tx8lab.errors import Tx8labError
 
 #: Pass name -> pass class (the only registry).
@@ -42,7 +42,7 @@ PASSES: dict[str, type[Pass]] = {
         DCE,
         LayoutInit,
         LayoutTransmit,
-        LayoutAlignToNPU,
+        LayoutAlignNPU,
         LayoutAlignOpt,
         MoveConstant,
         ConstNorm,
@@ -54,7 +54,7 @@ PASSES: dict[str, type[Pass]] = {
         GroupMapping,
         GroupCost,
         OptBarrier,
-        OptDdr,
+        OptDDR,
         Codegen,
     )
 }
@@ -226,7 +226,7 @@ __all__ = [
     "LayoutTransmit",
     "MoveConstant",
     "OptBarrier",
-    "OptDdr",
+    "OptDDR",
     "build_pipeline",
     "describe_passes",
     "get_pass",

@@ -58,7 +58,7 @@ from tx8lab.core.constants import LOAD_CONST
 from tx8lab.core.ir import Block, IdCounter, Module, Op, Value
 from tx8lab.core.layouts import layout_for
 from tx8lab.core.passes.base import Decision, Pass, PassResult, knob
-from tx8lab.core.passes.layout_align import ALIGNED_LAYOUTS, alignment_conflicts, color_name
+from tx8lab.core.passes.layout_align_npu import ALIGNED_LAYOUTS, alignment_conflicts, color_name
 from tx8lab.core.passes.move_constant import Use, block_uses
 from tx8lab.hw.config import ChipConfig
 

@@ -50,7 +50,7 @@ Readings chosen:
   engines, but its ``timeline`` names the template's ops; the hit's own timeline is
   ``artifacts["runs"][id].timeline``.
 - **Multi-chip** (``dp``, ``tp``; ``dp * tp`` at most the preset's ``num_chips``): each
-  group's chip plans come from :func:`~tx8lab.core.schedule.sharding.chip_cuts` (dp: the
+  group's chip plans come from :func:`~tx8lab.core.schedule.chip_cuts.chip_cuts` (dp: the
   batch dim of every op; tp ``gather``: the outputs' last dim, all-gathered after the
   group, :func:`~tx8lab.hw.cost.c2c_all_gather_cycles`; tp ``reduce``: the last matmul's
   K with its producers cut on N, its result all-reduced,
@@ -77,9 +77,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from tx8lab.core.attrs import TAG_DDR
 from tx8lab.core.ir import Block, Module, Op
 from tx8lab.core.passes.base import Decision, Pass, PassContext, PassResult, knob
+from tx8lab.core.schedule.chip_cuts import ChipCut
 from tx8lab.core.schedule.estimate import GroupEstimate
 from tx8lab.core.schedule.search import MODES, ScheduledGroup, SearchResult, schedule_group
-from tx8lab.core.schedule.sharding import ChipCut
 from tx8lab.core.schedule.stages import GroupRun, StageRecord, StageSettings, run_group
 from tx8lab.core.schedule.tasks import Strategy
 from tx8lab.core.schedule.template_cache import TemplateCache
@@ -119,7 +119,7 @@ class GroupCost(Pass):
     dp: int = knob(1, "chips in data parallel: dim 0 of each group output cut across them", min=1)
     """Seed ``chip_parallel`` dp dims; ``dp * tp`` must not exceed the preset's ``num_chips``."""
     tp: int = knob(1, "chips in tensor parallel: last dim cut, all-gathered after the group", min=1)
-    """Seed ``chip_parallel`` tp dims (:func:`~tx8lab.core.schedule.sharding.chip_cut`)."""
+    """Seed ``chip_parallel`` tp dims (:func:`~tx8lab.core.schedule.chip_cuts.chip_cut`)."""
 
     def run(self, module: Module, hw: ChipConfig) -> PassResult:
         return self.run_with(module, hw, PassContext())
@@ -217,8 +217,8 @@ class GroupCost(Pass):
         self, group: Op, hw: ChipConfig, cache: TemplateCache, runs: _Runs
     ) -> dict[str, Any]:
         """One group's strategy and run; the pieces for artifacts, the report and a Decision."""
+        from tx8lab.core.schedule.chip_cuts import chip_cuts
         from tx8lab.core.schedule.estimate import report_fields
-        from tx8lab.core.schedule.sharding import chip_cuts
         from tx8lab.core.schedule.slicing import loop_counts
         from tx8lab.hw.cost import c2c_all_gather_cycles, c2c_all_reduce_cycles
 

@@ -35,7 +35,7 @@ from tx8lab.core.attrs import DevInfo
 from tx8lab.core.ir import Function, Module, Op, Value, remap_operands
 from tx8lab.core.layouts import layout_for
 from tx8lab.core.passes.base import Decision, Pass, PassResult, knob
-from tx8lab.core.passes.layout_align import alignment_conflicts
+from tx8lab.core.passes.layout_align_npu import alignment_conflicts
 from tx8lab.hw.config import ChipConfig
 
 ValueKey = tuple[int, int, bool]

@@ -295,7 +295,7 @@ def placement_stats(slots: Sequence[DdrSlot], bank_bytes: int = DDR_BANK_BYTES) 
 def placement_frame(slots: Sequence[DdrSlot], bank_bytes: int = DDR_BANK_BYTES) -> pd.DataFrame:
     """One row per buffer (address order): region, name, bytes, addresses, alignment, ops.
 
-    For notebooks: ``placement_frame(OptDdr().run(m, hw).artifacts["placement"])``.
+    For notebooks: ``placement_frame(OptDDR().run(m, hw).artifacts["placement"])``.
     """
     import pandas as pd
 
@@ -321,7 +321,7 @@ def placement_frame(slots: Sequence[DdrSlot], bank_bytes: int = DDR_BANK_BYTES) 
 
 
 @dataclass(frozen=True)
-class OptDdr(Pass):
+class OptDDR(Pass):
     """Place consts and vars in DDR on 4096-byte banks (ddrConstReorder/ddrVarReorder)."""
 
     name: ClassVar[str] = "opt-ddr"
@@ -439,7 +439,7 @@ def _set_addrs(func: Function, addr_of: dict[int, int]) -> Function:
 __all__ = [
     "DDR_BANK_BYTES",
     "DdrSlot",
-    "OptDdr",
+    "OptDDR",
     "ddr_buffers",
     "place",
     "placement_frame",

@@ -2,7 +2,7 @@
 
 Spec: DESIGN.md §6 ("The cost of a group = max over engines (NE, CGRA, RDMA, WDMA, TDMA) of
 their busy time in the software pipeline plus issue overheads; the chip time is the
-slowest tile") and issue 5 item 6. A tile's cycles are its timeline's makespan; a group's
+slowest tile"), timed by the one tile model. A tile's cycles are its timeline's makespan; a group's
 are its slowest tile's; a model's are the sum over its groups plus one barrier per group
 with ``need_barrier``.
 

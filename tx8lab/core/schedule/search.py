@@ -77,7 +77,7 @@ Readings chosen where the seed is vague:
   stops with an error that names the group and the SPM (a tiny SPM made a search run for
   minutes before).
 - **Chips** (``chips``: group-cost's ``dp``/``tp``, a
-  :class:`~tx8lab.core.schedule.sharding.ChipCut`): every candidate, the default included,
+  :class:`~tx8lab.core.schedule.chip_cuts.ChipCut`): every candidate, the default included,
   carries the group's chip cut (``OpStrategy.chips``); the tiles share one chip's piece.
   The sharding levels stay those of the whole tensors (not recomputed per chip piece).
 - **Memory.** Every OK candidate keeps its run (timeline, lifetimes, packing), so the
@@ -99,8 +99,8 @@ import pandas as pd
 from tx8lab.core.attrs import TAG_DDR
 from tx8lab.core.ir import Op
 from tx8lab.core.ops import get_op_def
+from tx8lab.core.schedule.chip_cuts import ChipCut, with_chips
 from tx8lab.core.schedule.sharding import (
-    ChipCut,
     ShardingLevel,
     SplitTry,
     min_slices,
@@ -110,7 +110,6 @@ from tx8lab.core.schedule.sharding import (
     param_for,
     propagate,
     split_tries,
-    with_chips,
 )
 from tx8lab.core.schedule.slicing import (
     default_schedule,

@@ -744,7 +744,7 @@ def default_strategy(
 ) -> Strategy:
     """The documented default (module docstring): shard the largest dim, split until it fits.
 
-    ``chips`` (op id -> chips per iteration dim, :func:`~tx8lab.core.schedule.sharding.chip_cut`)
+    ``chips`` (op id -> chips per iteration dim, :func:`~tx8lab.core.schedule.chip_cuts.chip_cut`)
     cuts the group across chips first; the tiles then share one chip's piece.
 
     Raises:

@@ -1,10 +1,11 @@
 """spm-alloc: give every SPM buffer an offset so no two live buffers share bytes.
 
 Spec: seed 001 "SPMAllocPass" (ValueBuffer sorted by ``start`` with ``operator<``, then an
-allocation of each buffer's ``offset``), issue 5 item 5, and MiniMalloc's problem format
-(``bench/minimalloc/README.md``). Input: :class:`~tx8lab.core.schedule.tasks.Lifetime`
-rows (half-open ``[lower, upper)`` in time steps, bytes); output: an :class:`Allocation`
-(offset per id, peak, lower bound, status). Two strategies:
+allocation of each buffer's ``offset``), the ``tx8lab alloc`` command, and MiniMalloc's
+problem format (``bench/minimalloc/README.md``). Input:
+:class:`~tx8lab.core.schedule.tasks.Lifetime` rows (half-open ``[lower, upper)`` in time
+steps, bytes); output: an :class:`Allocation` (offset per id, peak, lower bound, status). Two
+strategies:
 
 - ``seed``: first fit in the seed's ValueBuffer order (by start time): each buffer goes to
   the lowest offset that clears every already placed buffer live at the same time.

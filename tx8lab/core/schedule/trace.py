@@ -1,9 +1,9 @@
 """Chrome / Perfetto trace of group timelines: one track per tile engine.
 
-Spec: issue 5 item 7. The Trace Event Format's JSON object form: ``{"traceEvents": [...]}``
-with complete events (``"ph": "X"``, ``ts`` and ``dur`` in microseconds) and metadata
-events (``"ph": "M"``) naming processes and threads; both chrome://tracing and
-ui.perfetto.dev open it.
+Spec: ``tx8lab run --trace`` (DESIGN.md §7), a Perfetto-loadable pipeline timeline. The Trace
+Event Format's JSON object form: ``{"traceEvents": [...]}`` with complete events (``"ph":
+"X"``, ``ts`` and ``dur`` in microseconds) and metadata events (``"ph": "M"``) naming
+processes and threads; both chrome://tracing and ui.perfetto.dev open it.
 
 Readings chosen:
 

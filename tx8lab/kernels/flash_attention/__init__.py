@@ -1,4 +1,4 @@
-"""FlashAttention on the TX8 tile model (seed 004, issue 8).
+"""FlashAttention on the TX8 tile model (seed 004).
 
 - :mod:`.numerics` - tiled forward (online softmax) and backward in numpy, with the naive
   reference and its analytic gradients;

@@ -1,7 +1,7 @@
 """Affine loop-fusion explorer: MLIR's LoopFusion pass, step by step, with integer sets.
 
-Spec: seed 003 (Affine Fusion Pass 浅析) and ``../shared/reference/hw-fa-fusion.md`` §2;
-issue 9. Checked against ``mlir-opt`` 22 (``tests/kernels/test_loop_fusion_mlir.py``).
+Spec: seed 003 (Affine Fusion Pass 浅析) and ``../shared/reference/hw-fa-fusion.md`` §2.
+Checked against ``mlir-opt`` 22 (``tests/kernels/test_loop_fusion_mlir.py``).
 Why a package: the explorer follows MLIR's own split (IR and text, dependence analysis,
 slices, cost model, rewrites, the driver), one module each, so a notebook can call one
 stage on its own:

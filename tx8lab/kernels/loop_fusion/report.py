@@ -1,9 +1,9 @@
 """The JSON report of ``tx8lab fuse``: per producer/consumer pair, the per-depth table.
 
-Spec: issue 9 item 7. One entry per pair of top-level nests where the consumer loads
-what the producer stores (an edge of MLIR's dependence graph), each analysed on the
-input function as MLIR sees the pair first (:func:`~.fusion.analyze_pair`); then the
-whole pass (:func:`~.fusion.fuse`) and the fused function's MLIR text.
+Spec: the explorer's report (``tx8lab fuse --json``). One entry per pair of top-level nests
+where the consumer loads what the producer stores (an edge of MLIR's dependence graph), each
+analysed on the input function as MLIR sees the pair first (:func:`~.fusion.analyze_pair`);
+then the whole pass (:func:`~.fusion.fuse`) and the fused function's MLIR text.
 """
 
 from __future__ import annotations

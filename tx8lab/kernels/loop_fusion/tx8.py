@@ -1,6 +1,6 @@
 """Loop fusion in TX8 terms: does the fused intermediate fit a tile's SPM?
 
-Spec: issue 9 item 6; ``tx8lab.hw`` (``TileConfig.spm_usable_bytes``). MLIR fuses to
+Spec: fusion judged on a TX8 tile; ``tx8lab.hw`` (``TileConfig.spm_usable_bytes``). MLIR fuses to
 shrink the producer's buffer to what one consumer iteration needs (the private memref);
 on a TX8 tile that is the difference between spilling an intermediate to DDR and keeping
 it in the 3 MiB SPM - what the grouping passes decide for tensor ops. For every legal

@@ -435,7 +435,7 @@ def alignment_conflicts(module: Module) -> list[str]:
 
 
 @dataclass(frozen=True)
-class LayoutAlignToNPU(Pass):
+class LayoutAlignNPU(Pass):
     """Color ops ALIGN/NALIGN, insert ChannelNorms at clashes, set dev_info.mem_layout."""
 
     name: ClassVar[str] = "layout-align-npu"
@@ -529,7 +529,7 @@ class LayoutAlignToNPU(Pass):
 __all__ = [
     "ALIGNED_LAYOUTS",
     "Conversion",
-    "LayoutAlignToNPU",
+    "LayoutAlignNPU",
     "Requirement",
     "alignment_conflicts",
     "coloring_problem",

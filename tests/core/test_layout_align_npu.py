@@ -1,8 +1,8 @@
 """layout-align-npu and layout-align-opt: seed 000's rules, the optimal mode, value keeping.
 
-The golden files in ``tests/golden/layout_align*/`` show one rule each; these tests cover
-what a golden file cannot: every zoo model and random modules (hypothesis), the
-optimal <= greedy bound, the seed demo, and the report section.
+The golden files in ``tests/golden/layout_align_npu/`` and ``tests/golden/layout_align_opt/``
+show one rule each; these tests cover what a golden file cannot: every zoo model and random
+modules (hypothesis), the optimal <= greedy bound, the seed demo, and the report section.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from tx8lab.core import Builder, verify, zoo
 from tx8lab.core.attrs import DevInfo, LayoutMode
 from tx8lab.core.ir import Module
 from tx8lab.core.passes import build_pipeline
-from tx8lab.core.passes.layout_align import (
+from tx8lab.core.passes.layout_align_npu import (
     FIXED_RULES,
-    LayoutAlignToNPU,
+    LayoutAlignNPU,
     _Graph,
     alignment_conflicts,
     coloring_problem,
@@ -57,8 +57,8 @@ def _norms(module: Module) -> int:
 @pytest.mark.parametrize("name", ZOO)
 def test_zoo_models_align_without_conflicts(name: str) -> None:
     module = zoo.build(name)
-    greedy = LayoutAlignToNPU().run(module, TX81)
-    optimal = LayoutAlignToNPU(strategy="optimal").run(module, TX81)
+    greedy = LayoutAlignNPU().run(module, TX81)
+    optimal = LayoutAlignNPU(strategy="optimal").run(module, TX81)
     for result in (greedy, optimal):
         verify(result.module)
         assert alignment_conflicts(result.module) == []
@@ -80,14 +80,14 @@ def test_zoo_models_align_without_conflicts(name: str) -> None:
 def test_zoo_values_are_kept(name: str) -> None:
     module = zoo.build(name, **({"layers": 1} if name == "vit_tiny" else {}))
     for strategy in ("greedy", "optimal"):
-        aligned = LayoutAlignToNPU(strategy=strategy).run(module, TX81).module
+        aligned = LayoutAlignNPU(strategy=strategy).run(module, TX81).module
         same_outputs(module, aligned)
         same_outputs(module, LayoutAlignOpt().run(aligned, TX81).module)
 
 
 def test_every_op_gets_a_layout_and_a_reason() -> None:
     module = zoo.build("tiny_transformer_block")
-    result = LayoutAlignToNPU().run(module, TX81)
+    result = LayoutAlignNPU().run(module, TX81)
     colors = {d.op_id: d for d in result.decisions if d.choice in ("ALIGN", "NALIGN")}
     for op in module.main.ops[:-1]:
         decision = colors[op.id]
@@ -110,7 +110,7 @@ def test_every_op_gets_a_layout_and_a_reason() -> None:
 def test_seed_demo_colors() -> None:
     """The seed 000 cases collected in ``zoo.layout_align_demo`` (see its docstring)."""
     module = zoo.build("layout_align_demo")
-    result = LayoutAlignToNPU(compare=False).run(module, TX81)
+    result = LayoutAlignNPU(compare=False).run(module, TX81)
     by_kind: dict[str, list[tuple[str, str]]] = {}
     for d in result.decisions:
         if d.choice in ("ALIGN", "NALIGN"):
@@ -145,7 +145,7 @@ def test_direction_names_the_layout_produced() -> None:
     x = b.input((1, 8, 8, 16), "f16")
     pooled = b.op("MaxPool2d", x, kernel=(2, 2), strides=(2, 2))
     b.output(pooled)
-    out = LayoutAlignToNPU().run(b.finish(), TX81).module
+    out = LayoutAlignNPU().run(b.finish(), TX81).module
     norms = [op for op in out.main.ops if op.kind == "tx8be.ChannelNorm"]
     assert [n.attrs["direction"] for n in norms] == [True, False]
     assert norms[0].operands[0].is_arg
@@ -157,7 +157,7 @@ def test_users_needing_the_same_conversion_share_one_channel_norm() -> None:
     x = b.input((1, 8, 8, 16), "f16")
     pools = [b.op("MaxPool2d", x, kernel=(2, 2), strides=(2, 2)) for _ in range(3)]
     b.output(b.op("Concatenate", *pools, axis=3))
-    result = LayoutAlignToNPU().run(b.finish(), TX81)
+    result = LayoutAlignNPU().run(b.finish(), TX81)
     inserted = [d for d in result.decisions if d.choice == "inserted"]
     assert len(inserted) == 2  # one for the argument (3 users), one before the output
     assert "need ALIGN" in inserted[0].reason
@@ -173,7 +173,7 @@ def test_unknown_op_kind_is_a_clear_error() -> None:
     ret = Op(-1, "func.return", (bad.results[0],), ())
     module = Module((Function("main", Block((arg,), (bad, ret))),), {}, 1)
     with pytest.raises(Tx8labError, match="NoSuchOp"):
-        LayoutAlignToNPU().run(module, TX81)
+        LayoutAlignNPU().run(module, TX81)
 
 
 # ------------------------------------------------------------------ optimal vs brute force
@@ -200,7 +200,7 @@ def test_optimal_matches_brute_force_on_random_modules(module: Module) -> None:
     free = [p for p, r in enumerate(graph.reqs) if r.rule not in FIXED_RULES]
     if len(free) > 14:
         return
-    result = LayoutAlignToNPU(strategy="optimal").run(module, TX81)
+    result = LayoutAlignNPU(strategy="optimal").run(module, TX81)
     assert result.stats["channel_norms_optimal"] == _brute_force_norms(module)
     assert result.stats["channel_norms_optimal"] <= result.stats["channel_norms_greedy"]
 
@@ -208,7 +208,7 @@ def test_optimal_matches_brute_force_on_random_modules(module: Module) -> None:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(modules(max_ops=16), st.sampled_from(["greedy", "optimal"]))
 def test_random_modules_keep_values_and_post_condition(module: Module, strategy: str) -> None:
-    result = LayoutAlignToNPU(strategy=strategy).run(module, TX81)
+    result = LayoutAlignNPU(strategy=strategy).run(module, TX81)
     verify(result.module)
     assert alignment_conflicts(result.module) == []
     same_outputs(module, result.module)
@@ -246,7 +246,7 @@ def test_opposite_directions_are_not_merged() -> None:
 
 
 def test_opt_knobs_turn_patterns_off() -> None:
-    module = LayoutAlignToNPU().run(zoo.build("layout_align_demo"), TX81).module
+    module = LayoutAlignNPU().run(zoo.build("layout_align_demo"), TX81).module
     assert LayoutAlignOpt(const_erase=False).run(module, TX81).stats["erased_const"] == 0
     assert LayoutAlignOpt().run(module, TX81).stats["erased_const"] == 2
     unchanged = LayoutAlignOpt(const_erase=False, redundant_erase=False).run(module, TX81)
