@@ -55,24 +55,30 @@ def _imports(path: Path) -> list[tuple[int, str]]:
     )
 
 
-def _imports_of(source: str, module_name: str, is_package: bool) -> list[tuple[int, str]]:
+_Import = tuple[int, str, tuple[str, ...]]
+
+
+def _scan(source: str, module_name: str, is_package: bool) -> list[_Import]:
+    """``(line, module, names taken from it)`` of every import in ``source``.
+
+    ``import a.b`` and ``importlib.import_module("a.b")`` take no names; relative imports
+    are made absolute; imports inside functions count like the others.
+    """
     tree = ast.parse(source)
     package = module_name.split(".")
     if not is_package:
         package.pop()
-    found: list[tuple[int, str]] = []
+    found: list[_Import] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            found.extend((node.lineno, alias.name) for alias in node.names)
+            found.extend((node.lineno, alias.name, ()) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package[: len(package) - node.level + 1]
                 module = ".".join(base + ([node.module] if node.module else []))
             else:
                 module = node.module or ""
-            found.append((node.lineno, module))
-            # `from tx8lab import widgets` imports a submodule; `from x import name` may not
-            found.extend((node.lineno, _resolve(f"{module}.{alias.name}")) for alias in node.names)
+            found.append((node.lineno, module, tuple(alias.name for alias in node.names)))
         elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute | ast.Name)
@@ -81,7 +87,16 @@ def _imports_of(source: str, module_name: str, is_package: bool) -> list[tuple[i
             and isinstance(node.args[0], ast.Constant)
             and isinstance(node.args[0].value, str)
         ):
-            found.append((node.lineno, node.args[0].value))
+            found.append((node.lineno, node.args[0].value, ()))
+    return found
+
+
+def _imports_of(source: str, module_name: str, is_package: bool) -> list[tuple[int, str]]:
+    found: list[tuple[int, str]] = []
+    for line, module, names in _scan(source, module_name, is_package):
+        found.append((line, module))
+        # `from tx8lab import widgets` imports a submodule; `from x import name` may not
+        found.extend((line, _resolve(f"{module}.{name}")) for name in names)
     return found
 
 
@@ -301,32 +316,12 @@ def _layer_of(module: str, layers: tuple[tuple[str, ...], ...] = LAYERS) -> int 
 
 def _edges_of(source: str, module_name: str, is_package: bool) -> list[tuple[int, str]]:
     """``(line, module)`` each import of ``source`` needs, by the rule of :data:`LAYERS`."""
-    tree = ast.parse(source)
-    package = module_name.split(".")
-    if not is_package:
-        package.pop()
     found: list[tuple[int, str]] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.extend((node.lineno, _resolve(alias.name)) for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package[: len(package) - node.level + 1]
-                module = ".".join(base + ([node.module] if node.module else []))
-            else:
-                module = node.module or ""
-            for alias in node.names:
-                # `from pkg import sub` needs pkg.sub; `from pkg import name` needs pkg
-                found.append((node.lineno, _resolve(f"{module}.{alias.name}")))
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute | ast.Name)
-            and getattr(node.func, "attr", getattr(node.func, "id", "")) == "import_module"
-            and node.args
-            and isinstance(node.args[0], ast.Constant)
-            and isinstance(node.args[0].value, str)
-        ):
-            found.append((node.lineno, _resolve(node.args[0].value)))
+    for line, module, names in _scan(source, module_name, is_package):
+        if not names:
+            found.append((line, _resolve(module)))
+        # `from pkg import sub` needs pkg.sub; `from pkg import name` needs pkg
+        found.extend((line, _resolve(f"{module}.{name}")) for name in names)
     return [(line, name) for line, name in found if _is_under(name, "tx8lab")]
 
 

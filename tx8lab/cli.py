@@ -180,6 +180,20 @@ def _add_hw_arguments(parser: argparse.ArgumentParser, preset_help: str, example
     )
 
 
+def _add_pipeline_arguments(parser: argparse.ArgumentParser) -> None:
+    """The hardware and verifier options of the commands that run passes (run, opt)."""
+    from tx8lab.hw import DEFAULT_PRESET, PRESETS
+
+    _add_hw_arguments(
+        parser,
+        f"hardware preset ({', '.join(sorted(PRESETS))}; default {DEFAULT_PRESET})",
+        "tile.spm_bytes=2Mi",
+    )
+    parser.add_argument(
+        "--no-verify", action="store_true", help="skip the verifier after each pass"
+    )
+
+
 def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     from tx8lab.core.instruments import Instrument, PrintAfterAll, Progress, Timing, Verify
     from tx8lab.core.passes import build_pipeline, parse_knob_settings
@@ -493,7 +507,7 @@ def _cmd_lab(args: argparse.Namespace, out: TextIO) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for documentation tools)."""
-    from tx8lab.hw import DEFAULT_PRESET, PRESETS
+    from tx8lab.hw import PRESETS
 
     parser = _Parser(prog=PROG, description="Explain and model the TX8 NPU backend compiler.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -564,12 +578,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="OUT.html",
         help="write a standalone HTML page: passes, graph, groups, timelines, SPM Gantts",
     )
-    _add_hw_arguments(
-        run,
-        f"hardware preset ({', '.join(sorted(PRESETS))}; default {DEFAULT_PRESET})",
-        "tile.spm_bytes=2Mi",
-    )
-    run.add_argument("--no-verify", action="store_true", help="skip the verifier after each pass")
+    _add_pipeline_arguments(run)
     run.set_defaults(func=_cmd_run)
 
     opt = sub.add_parser(
@@ -590,12 +599,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PIPELINE",
         help="passes with knobs, e.g. 'fold-constants{max_bytes=4Ki},dce'",
     )
-    _add_hw_arguments(
-        opt,
-        f"hardware preset ({', '.join(sorted(PRESETS))}; default {DEFAULT_PRESET})",
-        "tile.spm_bytes=2Mi",
-    )
-    opt.add_argument("--no-verify", action="store_true", help="skip the verifier after each pass")
+    _add_pipeline_arguments(opt)
     opt.set_defaults(func=_cmd_opt)
 
     fuse = sub.add_parser(
