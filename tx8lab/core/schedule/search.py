@@ -383,6 +383,10 @@ def _key(strategy: Strategy) -> tuple[Any, ...]:
 # ---------------------------------------------------------------- the search
 
 
+#: A candidate as :meth:`_Search.build` gives it, its busy bound and its data-split record.
+_Head = tuple[tuple[Strategy | None, Tx8labError | None, str], int, StageRecord | None]
+
+
 class _Search:
     """The state of one search: the candidates so far, the best, what was pruned.
 
@@ -561,13 +565,18 @@ class _Search:
                     self.out_of_time = True
                     self.pruned += n_depths
                     continue
+                head: _Head | None = None
                 if self.searching:
-                    strategy, _, _ = self.build(lj, vi, 0)
-                    if strategy is not None and self.bound(strategy)[0] >= self.best_cycles():
-                        self.pruned += n_depths
-                        continue
+                    built = self.build(lj, vi, 0)
+                    if built[0] is not None:
+                        bound, record = self.bound(built[0])
+                        if bound >= self.best_cycles():
+                            self.pruned += n_depths
+                            continue
+                        # depth 0 of the walk is this candidate: built and sliced once
+                        head = (built, bound, record)
                 level_pruned = False
-                yield from self.split_walk(levels[lj].factor, lj, vi, vec, n_depths)
+                yield from self.split_walk(levels[lj].factor, lj, vi, vec, n_depths, head)
             if level is None:
                 continue
             improved = any(c.status == "OK" and c is self.best for c in self.rows[level_start:])
@@ -580,9 +589,18 @@ class _Search:
                 break
 
     def split_walk(
-        self, factor: int, lj: int, vi: int, vec: tuple[int, ...], n_depths: int
+        self,
+        factor: int,
+        lj: int,
+        vi: int,
+        vec: tuple[int, ...],
+        n_depths: int,
+        head: _Head | None = None,
     ) -> Iterator[SearchResult]:
-        """Depths 0, 1, ... of one vector until ``SPLIT_PATIENCE`` misses (module docstring)."""
+        """Depths 0, 1, ... of one vector until ``SPLIT_PATIENCE`` misses (module docstring).
+
+        ``head``: depth 0 as :meth:`levels` already built and bounded it.
+        """
         low: int | None = None
         misses = 0
         for depth in range(n_depths):
@@ -591,10 +609,11 @@ class _Search:
                 self.pruned += n_depths - depth
                 return
             self.check_no_fit()
-            strategy, error, split = self.build(lj, vi, depth)
+            given = head if depth == 0 else None
+            strategy, error, split = given[0] if given else self.build(lj, vi, depth)
             first: StageRecord | None = None
             if self.searching and strategy is not None and _key(strategy) not in self.seen:
-                bound, first = self.bound(strategy)
+                bound, first = given[1:] if given else self.bound(strategy)
                 if first is not None and bound >= self.best_cycles():
                     # this depth cannot win: skipped, and a miss of the walk
                     self.pruned += 1
