@@ -1,4 +1,4 @@
-"""The recorded group pipeline: stage order, records, given/reused stages, SpmOverflow."""
+"""The recorded group pipeline: stage order, records, reused stages, SpmOverflow."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from tx8lab.core.schedule.lifetimes import buffer_life, buffer_merge
 from tx8lab.core.schedule.search import schedule_group, search_group
 from tx8lab.core.schedule.slicing import default_strategy, schedule_input
 from tx8lab.core.schedule.spm_alloc import allocate, find_conflicts
-from tx8lab.core.schedule.stages import STAGE_NAMES, StageSettings, run_group
+from tx8lab.core.schedule.stages import STAGE_NAMES, StageRecord, StageSettings, run_group
 from tx8lab.core.schedule.sw_pipeline import sw_pipeline
 from tx8lab.errors import SpmOverflow, Tx8labError
 from tx8lab.hw import TX81
@@ -73,7 +73,7 @@ def test_each_record_is_what_the_stage_function_gives_on_its_own() -> None:
     assert run.record("estimate").decisions[0].startswith(f"{timeline.makespan} cycles")
 
 
-def test_until_given_and_reuse() -> None:
+def test_until_and_reuse() -> None:
     group = _costliest_matmul_group()
     strategy = default_strategy(group, TX81)
     head = run_group(group, strategy, TX81, until="sw-pipeline")
@@ -91,10 +91,13 @@ def test_until_given_and_reuse() -> None:
     assert best.record("spm-alloc") is not seed.record("spm-alloc")
     assert best.estimate.cycles == seed.estimate.cycles  # the estimate reads the timeline
     assert best.allocation.peak <= seed.allocation.peak
-    # a given output is not recomputed, and its record says so
-    given = run_group(group, strategy, TX81, given={"data-split": seed.input}, until="data-split")
-    assert given.input is seed.input
-    assert given.record("data-split").decisions == ("given by the caller",)
+    # a reused record is not recomputed: its output and decisions are the caller's
+    held = StageRecord("data-split", seed.input, 0.0, ("the caller's",))
+    again = run_group(group, strategy, TX81, reuse=(held,), until="data-split")
+    assert again.input is seed.input
+    assert again.record("data-split").decisions == ("the caller's",)
+    with pytest.raises(Tx8labError, match="reused record of unknown stage 'alloc'"):
+        run_group(group, strategy, TX81, reuse=(StageRecord("alloc", None, 0.0),))
 
 
 def test_overflow_is_a_typed_error_with_the_bytes() -> None:

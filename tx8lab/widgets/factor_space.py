@@ -444,7 +444,6 @@ class FactorSpaceView(ipywidgets.VBox):  # type: ignore[misc]
         hw: ChipConfig,
         result: SearchResult,
         *,
-        retract: bool = True,
         selected: int | None = None,
         **kwargs: Any,
     ) -> None:
@@ -461,8 +460,6 @@ class FactorSpaceView(ipywidgets.VBox):  # type: ignore[misc]
         """The hardware the candidates are scheduled on (Python only)."""
         self.result = result
         """The search shown (Python only)."""
-        self.retract = retract
-        """The sw-pipeline retraction used for a candidate's timeline (Python only)."""
         self.figure = go.FigureWidget(factor_space_figure(result))
         """The live figure (a ``go.FigureWidget``)."""
         for trace in self.figure.data:
@@ -507,7 +504,7 @@ class FactorSpaceView(ipywidgets.VBox):  # type: ignore[misc]
         result = search_group(
             group, hw, mode=mode, budget_s=budget_s, multi_buffer=multi_buffer, retract=retract
         )
-        return cls(group, hw, result, retract=retract, **kwargs)
+        return cls(group, hw, result, **kwargs)
 
     @classmethod
     def from_step(
@@ -553,7 +550,7 @@ class FactorSpaceView(ipywidgets.VBox):  # type: ignore[misc]
                 multi_buffer=multi_buffer,
                 retract=retract,
             )
-        return cls(group, hw, result, retract=retract, **kwargs)
+        return cls(group, hw, result, **kwargs)
 
     # ------------------------------------------------------------ views
 

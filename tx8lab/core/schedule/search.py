@@ -792,12 +792,15 @@ def schedule_group(
         strategy = unsplit_strategy(group, multi_buffer=settings.multi_buffer)
         return ScheduledGroup(run_group(group, strategy, hw, settings), "group_tag 2")
     if mode == "default":
+        start = time.perf_counter()
         strategy, si = default_schedule(
             group, hw, multi_buffer=settings.multi_buffer, chips=chips.chips if chips else None
         )
+        # choosing the default built its init pipeline: that is its data-split
+        first = StageRecord("data-split", si, time.perf_counter() - start, tuple(si.notes))
         # the default allocates with the chosen allocator as is (stages module docstring)
         exact = dataclasses.replace(settings, best_fallback=False)
-        return ScheduledGroup(run_group(group, strategy, hw, exact, given={"data-split": si}), mode)
+        return ScheduledGroup(run_group(group, strategy, hw, exact, reuse=(first,)), mode)
     found = search_group(
         group,
         hw,

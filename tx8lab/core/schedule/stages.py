@@ -15,10 +15,10 @@ Readings chosen where the seed is vague:
   :class:`~tx8lab.errors.SpmOverflow`. The documented default strategy allocates with the
   chosen allocator as is (``best_fallback=False``), so ``seed`` can fail there where
   ``best`` fits, and the error shows it.
-- **Given and reused stages.** A caller that already holds a stage's output (the default
-  strategy's init pipeline, computed while choosing it; a template's packing) passes it
-  in ``given``; its record says so and has no wall time. ``reuse`` copies earlier records
-  of the same strategy verbatim, so a run with another allocator starts at spm-alloc.
+- **Reused stages.** ``reuse`` takes records the caller already holds for the same
+  strategy and keeps them verbatim: an earlier run's (so a run with another allocator
+  starts at spm-alloc), the default strategy's init pipeline (computed while choosing
+  it), a template's packing.
 """
 
 from __future__ import annotations
@@ -225,7 +225,7 @@ class GroupRun:
 
     @property
     def wall_s(self) -> float:
-        """Wall time of every stage that ran here (given and reused ones count 0)."""
+        """Wall time of every stage, reused records with the time they took then."""
         return sum(r.wall_s for r in self.records)
 
     def rows(self) -> list[dict[str, Any]]:
@@ -247,7 +247,6 @@ def run_group(
     settings: StageSettings = StageSettings(),
     *,
     until: str | None = None,
-    given: Mapping[str, Any] | None = None,
     reuse: Sequence[StageRecord] = (),
 ) -> GroupRun:
     """Run :data:`GROUP_STAGES` on ``strategy`` (up to and including ``until``).
@@ -258,8 +257,7 @@ def run_group(
         hw: the chip.
         settings: the stages' knobs.
         until: the last stage to run (default: all).
-        given: stage name -> an output the caller already has (not recomputed).
-        reuse: records of an earlier run of the same group and strategy, kept as they are.
+        reuse: records the caller holds for this group and strategy (not recomputed).
 
     Raises:
         SpmOverflow: the buffers do not fit in the tile's usable SPM.
@@ -267,20 +265,17 @@ def run_group(
     """
     if until is not None and until not in STAGE_NAMES:
         raise Tx8labError(f"unknown stage {until!r}; stages: {', '.join(STAGE_NAMES)}")
-    given = dict(given or {})
-    for name in given:
+    kept = {r.name: r for r in reuse}
+    for name in kept:
         if name not in STAGE_NAMES:
             raise Tx8labError(
-                f"given output of unknown stage {name!r}; stages: {', '.join(STAGE_NAMES)}"
+                f"reused record of unknown stage {name!r}; stages: {', '.join(STAGE_NAMES)}"
             )
-    kept = {r.name: r for r in reuse}
     done: dict[str, Any] = {}
     records: list[StageRecord] = []
     for stage in GROUP_STAGES:
         if stage.name in kept:
             record = kept[stage.name]
-        elif stage.name in given:
-            record = StageRecord(stage.name, given[stage.name], 0.0, ("given by the caller",))
         else:
             flow = _Flow(group, strategy, hw, settings, done)
             start = time.perf_counter()
