@@ -26,3 +26,28 @@ class SpmOverflow(Tx8labError):
         found (a packing can fail on fragmentation with ``needed_bytes`` below the SPM)."""
         self.available_bytes = available_bytes
         """The usable SPM (capacity) the buffers had to fit in."""
+
+
+class ProgramError(Tx8labError):
+    """The executed program went wrong: a bad SPM or DDR access, or a trace mismatch.
+
+    The message names the group, the op, the buffer and the step; the fields say the same
+    for code that reacts to it (the views mark the command).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        group: int = -1,
+        op: int = -1,
+        buffer: str = "",
+        step: int = -1,
+        tile: int = -1,
+    ) -> None:
+        super().__init__(message)
+        self.group = group
+        self.op = op
+        self.buffer = buffer
+        self.step = step
+        self.tile = tile

@@ -102,6 +102,8 @@ def erf(x: Array) -> Array:
 class UnaryOp(OpDef):
     """An elementwise op of one operand; subclasses set ``fn`` (and ``float_only``)."""
 
+    window_compute = True
+
     family = "activation"
     num_operands = 1
     float_only: ClassVar[bool] = True

@@ -42,8 +42,26 @@ from tx8lab.core.ops.registry import (
     OpAttr,
     OpDef,
     SliceShape,
+    Window,
     f32,
 )
+
+
+def halo(
+    out: tuple[int, int], stride: int, kernel: int, dilation: int, pad_lo: int, size: int
+) -> tuple[int, int]:
+    """Input rows ``[start, stop)`` that output rows ``out`` read, clipped to ``[0, size)``.
+
+    Examples:
+        >>> halo((0, 4), 1, 3, 1, 1, 8), halo((4, 8), 1, 3, 1, 1, 8), halo((2, 3), 2, 3, 1, 0, 7)
+        ((0, 5), (3, 8), (4, 7))
+    """
+    if out[1] <= out[0]:
+        start = min(size, max(0, out[0] * stride - pad_lo))
+        return (start, start)
+    start = out[0] * stride - pad_lo
+    stop = (out[1] - 1) * stride + (kernel - 1) * dilation + 1 - pad_lo
+    return (min(size, max(0, start)), min(size, max(0, stop)))
 
 
 def window_out_size(
@@ -253,6 +271,29 @@ class Conv2d(OpDef):
         else:
             channels = c
         return (min(n, sn), rows, cols, channels)
+
+    def operand_window(self, op: Op, index: int, iteration: Window) -> Window:
+        """The input rows and columns the output box's windows cover.
+
+        The halo is clipped to the input (padding is not data); channels as
+        :meth:`operand_slice` counts them.
+        """
+        if index != 0:
+            return super().operand_window(op, index, iteration)
+        (sh, sw), (pt, pl, _, _), (dh, dw), group = self.params(op.attrs)
+        _, h, w, c = op.operands[0].type.shape
+        _, kh, kw, cg = op.operands[1].type.shape
+        bn, boh, bow, boc, bic = iteration
+        rows = halo(boh, sh, kh, dh, pt, h)
+        cols = halo(bow, sw, kw, dw, pl, w)
+        if group == 1:
+            channels = bic
+        elif cg == 1:
+            multiplier = op.results[0].type.shape[3] // group
+            channels = (boc[0] // multiplier, min(c, -(-boc[1] // multiplier)))
+        else:
+            channels = (0, c)
+        return (bn, rows, cols, channels)
 
     def ne_shape(self, op: Op, slice_shape: SliceShape) -> tuple[int, int, int, int]:
         n, oh, ow, oc, ic = slice_shape.iteration

@@ -77,6 +77,7 @@ from tx8lab.core.ops.registry import (
     OpDef,
     SliceShape,
     StopsLayout,
+    Window,
 )
 from tx8lab.errors import Tx8labError
 
@@ -213,6 +214,8 @@ class Reshape(StopsLayout, _DataOp):
 
 class Transpose(_AlignDataOp):
     """Permute dimensions (numpy.transpose)."""
+
+    window_compute = True
 
     kind: ClassVar[str] = "tx8be.Transpose"
     summary = "permute dimensions"
@@ -647,6 +650,8 @@ class Scatter(_AlignDataOp):
 class Convert(_DataOp):
     """Element type conversion, rounded as the chip does."""
 
+    window_compute = True
+
     kind: ClassVar[str] = "tx8be.Convert"
     summary = "cast"
     num_operands = 1
@@ -701,6 +706,12 @@ class Resize(_DataOp):
         scale_h, scale_w = op.attrs["scale_h"], op.attrs["scale_w"]
         return (min(n, sn), min(h, -(-sh // scale_h)), min(w, -(-sw // scale_w)), min(c, sc))
 
+    def operand_window(self, op: Op, index: int, iteration: Window) -> Window:
+        """Output rows ``[a, b)`` read input rows ``[a // scale, ceil(b / scale))``."""
+        bn, bh, bw, bc = iteration
+        sh, sw = op.attrs["scale_h"], op.attrs["scale_w"]
+        return (bn, (bh[0] // sh, -(-bh[1] // sh)), (bw[0] // sw, -(-bw[1] // sw)), bc)
+
     def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
         x = inputs[0]
         return (np.repeat(np.repeat(x, op.attrs["scale_h"], axis=1), op.attrs["scale_w"], axis=2),)
@@ -730,6 +741,11 @@ class Unpack(_DataOp):
         shape = op.operands[0].type.shape
         *head, last = iteration
         return (*(min(d, s) for d, s in zip(shape, head, strict=False)), -(-last // 2))
+
+    def operand_window(self, op: Op, index: int, iteration: Window) -> Window:
+        """Output columns ``[a, b)`` unpack from bytes ``[a // 2, ceil(b / 2))``."""
+        *head, (a, b) = iteration
+        return (*head, (a // 2, -(-b // 2)))
 
     def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
         raw = inputs[0].astype(np.int8).view(np.uint8)

@@ -55,6 +55,8 @@ def is_broadcast(op: Op) -> bool:
 class BinaryOp(OpDef):
     """A broadcasting binary op; subclasses set ``kind`` and ``fn``."""
 
+    window_compute = True
+
     family = "elementwise"
     num_operands = 2
     c_param = "ELTWISE_PARAM"
@@ -202,6 +204,8 @@ class Compare(BinaryOp):
 
 class Where(OpDef):
     """Select a where cond else b (cond i1), broadcasting the three."""
+
+    window_compute = True
 
     kind: ClassVar[str] = "tx8be.Where"
     summary = "cond ? a : b"

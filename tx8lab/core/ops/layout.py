@@ -28,6 +28,8 @@ from tx8lab.core.ops.registry import (
 class ChannelNorm(OpDef):
     """Memory-layout conversion ALIGN <-> NALIGN; values unchanged."""
 
+    window_compute = True
+
     kind: ClassVar[str] = "tx8be.ChannelNorm"
     summary = "layout conversion (direction true: to ALIGN)"
     family = "layout"

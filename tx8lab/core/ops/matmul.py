@@ -52,6 +52,8 @@ def _matmul(a: Array, b: Array) -> Array:
 class _NeOp(OpDef):
     """Base for NE ops: ALIGN only, engine NE."""
 
+    window_compute = True
+
     family = "matmul"
     c_param = "MATMUL_PARAM"
 

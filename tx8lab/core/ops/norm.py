@@ -64,6 +64,8 @@ from tx8lab.core.ops.registry import (
 class _RowNorm(OpDef):
     """Shared slicing of ops that normalise whole rows: dims from ``first_axis`` are whole."""
 
+    window_compute = True
+
     c_param = "NORM_PARAM"
 
     def codegen_fields(self, op: Op, slice_shape: SliceShape) -> dict[str, Any]:
@@ -226,6 +228,8 @@ class RMSNorm(_RowNorm):
 
 class BatchNorm_Inference(OpDef):
     """Inference batch norm over the channel (last) dimension (seed 001)."""
+
+    window_compute = True
 
     kind: ClassVar[str] = "tx8be.BatchNorm_Inference"
     summary = "scale * (x - mean) / sqrt(var + eps) + offset"

@@ -30,7 +30,7 @@ import numpy as np
 from tx8lab.core.dtypes import bits_of
 from tx8lab.core.ir import Op, TensorType
 from tx8lab.core.ops.common import align_attr, int_tuple, require_rank
-from tx8lab.core.ops.conv import window_out_size, windows
+from tx8lab.core.ops.conv import halo, window_out_size, windows
 from tx8lab.core.ops.registry import (
     Array,
     AttrSpec,
@@ -39,6 +39,7 @@ from tx8lab.core.ops.registry import (
     OpAttr,
     OpDef,
     SliceShape,
+    Window,
     f32,
 )
 
@@ -101,6 +102,13 @@ class _Pool2d(OpDef):
         rows = min(h, (soh - 1) * sh + kh) if soh else 0
         cols = min(w, (sow - 1) * sw + kw) if sow else 0
         return (min(n, sn), rows, cols, min(c, sc))
+
+    def operand_window(self, op: Op, index: int, iteration: Window) -> Window:
+        """The input rows and columns the output box's windows cover (clipped to the input)."""
+        (kh, kw), (sh, sw), (pt, pl, _, _), _ = self.geometry(op.operands[0].type, op.attrs)
+        _, h, w, _ = op.operands[0].type.shape
+        bn, boh, bow, bc = iteration
+        return (bn, halo(boh, sh, kh, 1, pt, h), halo(bow, sw, kw, 1, pl, w), bc)
 
     def vector_ops_per_element(self, op: Op) -> float:
         (kh, kw), *_ = self.geometry(op.operands[0].type, op.attrs)

@@ -165,6 +165,8 @@ class ReduceMean(_Reduce):
 class ReduceMax(_Reduce):
     """Maximum over ``axes``."""
 
+    psum_combine = "max"
+
     kind: ClassVar[str] = "tx8be.ReduceMax"
     summary = "max over axes"
 

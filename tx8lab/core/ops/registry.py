@@ -27,6 +27,9 @@ in ``tx8lab.core.ops`` maps ``"tx8be.<Name>"`` to an instance.
 | ``genOpCode`` | :meth:`OpDef.codegen` (one C call per slice; each family sets ``c_param``
   and :meth:`OpDef.codegen_fields`, see ``tx8lab.core.codegen_c``) |
 | ``backWindow`` | a stub that raises ``NotImplementedError`` naming the op |
+| slice positions (what ``L_SHAPE.shape_start`` says on the chip) | :meth:`OpDef.operand_window`,
+  :meth:`OpDef.result_window`; the host model of the tile computes a slice with
+  ``window_compute`` / ``psum_combine`` (``tx8lab.core.hostmodel``) |
 
 Readings chosen where the seed is vague:
 
@@ -91,6 +94,9 @@ Loop = Literal["nh", "oc", "ic"]
 
 #: An operand's (or result's) dims -> the iteration dim each one follows (None: whole).
 DimMap = tuple[int | None, ...]
+
+#: A box of a tensor: ``(start, stop)`` per dim, half-open.
+Window = tuple[tuple[int, int], ...]
 
 Array = npt.NDArray[Any]
 
@@ -274,6 +280,13 @@ class OpDef:
     """Declared attributes (COMMON_ATTRS are always allowed)."""
     vector_ops: ClassVar[float] = 1.0
     """CGRA operations per iteration point when the op runs on the CT (see the module doc)."""
+    window_compute: ClassVar[bool] = False
+    """``compute`` on the operand windows of a slice gives the result windows (pointwise
+    ops with broadcasting, products, row norms): the host model calls it on the slices
+    directly. Otherwise it places the slices in full-size operands (the op's position
+    dependence, a conv's padding or a Slice's offsets, is then the reference's own)."""
+    psum_combine: ClassVar[Literal["add", "max"]] = "add"
+    """How partial results over a reduction split in time combine in the psum buffer."""
 
     # ------------------------------------------------------------- checking helpers
     def fail(self, message: str) -> Tx8labError:
@@ -484,6 +497,47 @@ class OpDef:
     def operand_slice(self, op: Op, index: int, iteration: tuple[int, ...]) -> tuple[int, ...]:
         """Slice shape of operand ``index`` for an iteration slice (default: by the map)."""
         return _mapped(op.operands[index].type.shape, self.operand_dims(op)[index], iteration)
+
+    def operand_window(self, op: Op, index: int, iteration: Window) -> Window:
+        """Where operand ``index``'s slice sits in the whole operand, for the iteration box.
+
+        ``iteration`` is one ``(start, stop)`` per iteration dim. Default, by
+        :meth:`operand_dims`: a dim following an iteration dim of its size takes that box,
+        a broadcast dim of size 1 is ``(0, 1)``, a dim taken whole is ``(0, size)``. Ops
+        whose operand dims follow an iteration dim with another extent (a conv's halo)
+        override this.
+
+        Raises:
+            Tx8labError: a dim follows an iteration dim of another size and the op does
+                not say where its slice sits.
+        """
+        value = op.operands[index].type
+        return self._mapped_window(op, value.shape, self.operand_dims(op)[index], iteration)
+
+    def result_window(self, op: Op, index: int, iteration: Window) -> Window:
+        """Where result ``index``'s slice sits in the whole result (by :meth:`result_dims`)."""
+        value = op.results[index].type
+        return self._mapped_window(op, value.shape, self.result_dims(op)[index], iteration)
+
+    def _mapped_window(
+        self, op: Op, shape: Sequence[int], dim_map: DimMap, iteration: Window
+    ) -> Window:
+        sizes = [d.size for d in self.iter_dims(op)]
+        out: list[tuple[int, int]] = []
+        for e, (size, m) in enumerate(zip(shape, dim_map, strict=True)):
+            if m is None:
+                out.append((0, size))
+            elif size == sizes[m]:
+                out.append(iteration[m])
+            elif size == 1:
+                out.append((0, 1))
+            else:
+                raise self.fail(
+                    f"{op.label}: dim {e} (size {size}) follows iteration dim {m} (size "
+                    f"{sizes[m]}) and the op library does not say where its slice sits; "
+                    "give the op an operand_window"
+                )
+        return tuple(out)
 
     def imm_bytes(self, op: Op, slice_shape: SliceShape) -> int:
         """Seed ``getImmSpSize``: scratch SPM bytes one slice needs (default none)."""

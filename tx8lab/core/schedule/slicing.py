@@ -668,6 +668,22 @@ def _cost(
 # ---------------------------------------------------------------- public entry points
 
 
+@dataclass(frozen=True)
+class LinkedDims:
+    """The group dims of a body: which op iteration dims are one loop index of the nest."""
+
+    root: Mapping[tuple[int, int], tuple[int, int]]
+    """(op id, iteration dim) -> its group dim (the smallest member)."""
+    loop: Mapping[tuple[int, int], Loop]
+    """Group dim -> its loop (``nh`` / ``oc`` / ``ic``, see **Linked dims**)."""
+
+
+def linked_dims(group_op: Op) -> LinkedDims:
+    """The linked dims of ``group_op``'s compute ops (module docstring, **Linked dims**)."""
+    body = _Body(group_op)
+    return LinkedDims(dict(body.group_dim), dict(body.loop_of))
+
+
 def plan_group(group_op: Op, strategy: Strategy, hw: ChipConfig) -> SlicePlan:
     """Per-op slices, loop placement and the stage loop counts of ``group_op`` under ``strategy``.
 
@@ -920,12 +936,14 @@ __all__ = [
     "STAGE_IC",
     "STAGE_NH",
     "STAGE_OC",
+    "LinkedDims",
     "OpPlan",
     "SlicePlan",
     "default_schedule",
     "default_strategy",
     "engine_busy_cycles",
     "groups_of",
+    "linked_dims",
     "loop_counts",
     "plan_group",
     "schedule_input",

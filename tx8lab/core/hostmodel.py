@@ -1,0 +1,664 @@
+"""A host model of the chip that executes a :class:`~tx8lab.core.program.Program`.
+
+Spec: seed 001 ("TX8 Compiler": the op library runs each instruction on the tile's SPM;
+the random test-case flow compares the backend's result with the CPU reference
+``compute``), the BatchNorm kernel (it overwrites its variance buffer), "SPMAllocPass"
+(buffers at their offsets), "Tensor Layout" (Cx/NCx byte placement). 16 tiles' SPM and
+the DDR are byte arrays; every command moves or computes bytes there, and the op library's
+reference ``compute`` does the arithmetic, so no second implementation of the ops exists.
+Two drivers feed it: :func:`run_program` walks the Program itself, and
+``tx8lab.core.execute`` runs the compiled main.c whose op-library calls land here.
+
+What it checks (each failure is a :class:`~tx8lab.errors.ProgramError` naming the tile,
+group, op, buffer and step):
+
+- an access past the SPM range ``[spm_base, spm_limit)``, or a holder larger than the
+  lifetime's allocation;
+- a write that lands on a **live** region of another lifetime (one a later command still
+  reads), including an op's scratch (``imm``) filled with garbage when it runs;
+- a read of a region that holds another value, was never written, was overwritten by an
+  op that clobbers that operand, or whose requested box was not (all) written;
+- a DDR load of a tensor range no store, input or constant put there.
+
+Readings chosen where the sources are vague:
+
+- **Bytes.** A region holds its holder box packed in its layout (``core/layouts.pack``);
+  a write updates the box it touches and re-packs the holder, a read unpacks the bytes
+  at the address the command gives, so a wrong address reads whatever is there.
+  Unwritten elements are NaN (floats) while the region is being filled.
+- **Slice compute.** An op whose ``window_compute`` is set runs its reference ``compute``
+  on the operand slices; any other runs it on full-size operands holding the slices at
+  their boxes and NaN (integers: 0) elsewhere, so a result that depends on data the
+  program did not bring shows up as NaN. Outside the box of a reduction dim split in
+  time the operands hold the combine's identity (0 for ``add``, -inf for ``max``) so
+  the result is that chunk's partial. An operand that follows no split reduction dim
+  (a bias) takes part in the first partial only (``psum_init``).
+- **Psum.** Partial results are kept in the psum region as f32 (i32 for integer ops):
+  written at ``psum_init``, combined otherwise, and rounded into the result region at
+  ``psum_last``. Results are rounded to their element type as the interpreter rounds.
+- **Clobbers.** After an op that overwrites an operand (the op library's
+  ``clobbered_operands``) the operand's region holds what the kernel leaves there
+  (``clobbered_value``, else garbage) and reads as a different value.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from tx8lab.core.dtypes import numpy_dtype, round_to
+from tx8lab.core.ir import Module, Op
+from tx8lab.core.layouts import pack, unpack
+from tx8lab.core.ops import get_op_def
+from tx8lab.core.ops.registry import Window, value_bytes
+from tx8lab.core.program import Access, Command, DdrTensor, Program, layout_mode
+from tx8lab.errors import ProgramError, Tx8labError
+
+Array = npt.NDArray[Any]
+
+#: What an op's scratch (``imm``) holds after it runs: garbage.
+IMM_GARBAGE = 0xA5
+
+
+def _empty(box: Window) -> bool:
+    return any(b <= a for a, b in box)
+
+
+def _rel(box: Window, holder: Window) -> tuple[slice, ...]:
+    return tuple(slice(a - h0, b - h0) for (a, b), (h0, _) in zip(box, holder, strict=True))
+
+
+def _inside(box: Window, holder: Window) -> bool:
+    return all(h0 <= a and b <= h1 for (a, b), (h0, h1) in zip(box, holder, strict=True))
+
+
+def _box_text(box: Window) -> str:
+    return "[" + ", ".join(f"{a}:{b}" for a, b in box) + "]"
+
+
+def _poison(dtype: str) -> Any:
+    kind = numpy_dtype(dtype).kind
+    return np.nan if kind == "f" else (False if kind == "b" else 0)
+
+
+@dataclass
+class _Region:
+    """What one SPM range holds: one box of one value through one lifetime."""
+
+    addr: int
+    nbytes: int
+    lifetime: str
+    value: str
+    dtype: str
+    layout: str
+    holder: Window
+    array: Array
+    written: npt.NDArray[np.bool_]
+    writer: Command
+    clobbered_by: Command | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.lifetime, self.value)
+
+
+@dataclass
+class _DdrTensor:
+    addr: int
+    shape: tuple[int, ...]
+    dtype: str
+    layout: str
+    nbytes: int
+    array: Array
+    written: npt.NDArray[np.bool_]
+
+
+@dataclass
+class TraceEntry:
+    """One executed call: what the driver asked for (addresses as given)."""
+
+    tile: int
+    group: int
+    function: str
+    op_id: int
+    iteration: tuple[int, ...]
+    addrs: tuple[int, ...]
+    """SPM addresses of the operands/source, then results/destination, imm, psum; a DMA's
+    DDR address last."""
+    psum_init: bool = True
+    psum_last: bool = True
+
+
+def command_addrs(c: Command) -> tuple[int, ...]:
+    """The addresses of a command in trace order (see :class:`TraceEntry`)."""
+    spm = [a.addr for a in (*c.reads, *c.writes) if a.space == "spm"]
+    if c.imm is not None:
+        spm.append(c.imm.addr)
+    if c.psum is not None:
+        spm.append(c.psum.addr)
+    ddr = [a.addr for a in (*c.reads, *c.writes) if a.space == "ddr"]
+    return (*spm, *ddr)
+
+
+def expected_entry(c: Command) -> TraceEntry:
+    """The trace entry a faithful execution of ``c`` records."""
+    psum = c.psum is not None
+    return TraceEntry(
+        c.tile,
+        c.group,
+        c.function,
+        c.op_id,
+        c.iteration,
+        command_addrs(c),
+        c.psum_init if psum else True,
+        c.psum_last if psum else True,
+    )
+
+
+class Machine:
+    """16 tiles' SPM and the DDR as bytes, executing commands (module docstring)."""
+
+    def __init__(self, program: Program, module: Module, spm_bytes: int) -> None:
+        self.program = program
+        self.ops = _all_ops(module)
+        self.spm = {t: bytearray(spm_bytes) for t in program.tiles}
+        self.regions: dict[int, list[_Region]] = {t: [] for t in program.tiles}
+        self.ddr = bytearray(program.ddr_bytes)
+        self.tensors: dict[int, _DdrTensor] = {}
+        self.trace: list[TraceEntry] = []
+        self.position: dict[int, int] = {t: 0 for t in program.tiles}
+        self.last_read: dict[int, dict[tuple[str, str], int]] = {}
+        for tile, commands in program.tiles.items():
+            last: dict[tuple[str, str], int] = {}
+            for i, c in enumerate(commands):
+                for a in c.reads:
+                    if a.space == "spm":
+                        last[(a.lifetime, a.value)] = i
+                if c.psum is not None and not c.psum_init:
+                    last[(c.psum.lifetime, c.psum.value)] = i
+            self.last_read[tile] = last
+        self.seconds = 0.0
+
+    # ------------------------------------------------------------------ DDR
+    def place(self, tensor: DdrTensor, array: Array) -> None:
+        """Put ``array`` into DDR at the tensor's address, in its layout."""
+        data = round_to(np.asarray(array), tensor.dtype)
+        self._ddr_tensor(tensor.addr, tensor.shape, tensor.dtype, tensor.layout, tensor.name)
+        t = self.tensors[tensor.addr]
+        t.array = data.astype(numpy_dtype(tensor.dtype)).reshape(tensor.shape)
+        t.written[...] = True
+        self._pack_ddr(t)
+
+    def _ddr_tensor(
+        self, addr: int, shape: tuple[int, ...], dtype: str, layout: str, name: str
+    ) -> _DdrTensor:
+        t = self.tensors.get(addr)
+        if t is not None and (t.shape, t.dtype, t.layout) == (shape, dtype, layout):
+            return t
+        nbytes = value_bytes(shape, dtype, layout_mode(layout))
+        if addr < 0 or addr + nbytes > len(self.ddr):
+            raise ProgramError(
+                f"{name}: DDR range 0x{addr:x}+{nbytes} is outside the DDR image of "
+                f"{len(self.ddr)} bytes (opt-ddr's placement)",
+                buffer=name,
+            )
+        if t is None:
+            array = np.full(shape, _poison(dtype), dtype=numpy_dtype(dtype))
+            written = np.zeros(shape, dtype=bool)
+        else:
+            # the same bytes read as another type or layout: decode them
+            array = unpack(bytes(self.ddr[addr : addr + nbytes]), shape, dtype, layout)
+            written = np.ones(shape, dtype=bool) if t.written.all() else np.zeros(shape, bool)
+        t = _DdrTensor(addr, shape, dtype, layout, nbytes, array, written)
+        self.tensors[addr] = t
+        return t
+
+    def _pack_ddr(self, t: _DdrTensor) -> None:
+        image = pack(
+            np.where(t.written, t.array, 0) if t.array.dtype.kind == "f" else t.array,
+            t.dtype,
+            t.layout,
+        )
+        self.ddr[t.addr : t.addr + len(image)] = image
+
+    def ddr_read(self, a: Access, c: Command) -> Array:
+        t = self._ddr_tensor(a.addr, a.holder_shape, a.dtype, a.layout, a.buffer)
+        if _empty(a.window):
+            return np.zeros(a.shape, dtype=numpy_dtype(a.dtype))
+        sl = _rel(a.window, a.holder)
+        if not t.written[sl].all():
+            raise self._fail(
+                c,
+                a,
+                f"reads DDR {a.buffer} at 0x{a.addr:x} box {_box_text(a.window)}, which no "
+                "store, input or constant wrote",
+            )
+        return np.array(t.array[sl])
+
+    def ddr_write(self, a: Access, c: Command, data: Array) -> None:
+        t = self._ddr_tensor(a.addr, a.holder_shape, a.dtype, a.layout, a.buffer)
+        if _empty(a.window):
+            return
+        sl = _rel(a.window, a.holder)
+        t.array[sl] = round_to(data, a.dtype)
+        t.written[sl] = True
+        self._pack_ddr(t)
+
+    def read_tensor(self, tensor: DdrTensor) -> Array:
+        """A DDR tensor after the run (decoded from the DDR bytes)."""
+        t = self._ddr_tensor(tensor.addr, tensor.shape, tensor.dtype, tensor.layout, tensor.name)
+        if not t.written.all():
+            raise ProgramError(
+                f"output {tensor.name} at DDR 0x{tensor.addr:x} was not (fully) written by "
+                "the program",
+                buffer=tensor.name,
+            )
+        return unpack(
+            bytes(self.ddr[tensor.addr : tensor.addr + tensor.nbytes]),
+            tensor.shape,
+            tensor.dtype,
+            tensor.layout,
+        )
+
+    # ------------------------------------------------------------------ SPM
+    def _fail(self, c: Command, a: Access | None, text: str) -> ProgramError:
+        op = self.ops.get(c.op_id)
+        what = op.label if op is not None else f"%{c.op_id}"
+        buf = f" buffer {a.buffer}" if a is not None else ""
+        return ProgramError(
+            f"tile {c.tile} group %{c.group} {what} ({c.task}"
+            + (f" {list(c.iteration)}" if c.iteration else "")
+            + f", step {c.step}){buf}: {text}",
+            group=c.group,
+            op=c.op_id,
+            buffer=a.buffer if a else "",
+            step=c.step,
+            tile=c.tile,
+        )
+
+    def _bounds(self, c: Command, a: Access, nbytes: int) -> None:
+        p = self.program
+        if a.addr < p.spm_base or a.addr + nbytes > p.spm_limit:
+            raise self._fail(
+                c,
+                a,
+                f"SPM range 0x{a.addr:x}+{nbytes} is outside the usable SPM "
+                f"[0x{p.spm_base:x}, 0x{p.spm_limit:x})",
+            )
+
+    def _holder_bytes(self, c: Command, a: Access) -> int:
+        need = value_bytes(a.holder_shape, a.dtype, layout_mode(a.layout))
+        if need > a.nbytes:
+            raise self._fail(
+                c,
+                a,
+                f"holds box {_box_text(a.holder)} of {a.value} ({need} bytes in {a.layout}) but "
+                f"its lifetime {a.lifetime} has {a.nbytes} bytes",
+            )
+        self._bounds(c, a, need)
+        return need
+
+    def _find(self, tile: int, a: Access) -> _Region | None:
+        for r in self.regions[tile]:
+            if r.addr == a.addr and r.key == (a.lifetime, a.value):
+                return r
+        return None
+
+    def _claim(self, c: Command, a: Access, nbytes: int, index: int) -> None:
+        """Drop dead regions under ``[addr, addr + nbytes)``; refuse to cover a live one."""
+        keep = []
+        for r in self.regions[c.tile]:
+            overlaps = r.addr < a.addr + nbytes and a.addr < r.addr + r.nbytes
+            if not overlaps or (r.key == (a.lifetime, a.value) and r.addr == a.addr):
+                keep.append(r)
+                continue
+            reader = self.last_read[c.tile].get(r.key, -1)
+            if reader > index and r.clobbered_by is None:
+                later = self.program.tiles[c.tile][reader]
+                raise self._fail(
+                    c,
+                    a,
+                    f"writes {a.value} (lifetime {a.lifetime}) at SPM 0x{a.addr:x}+{nbytes}, "
+                    f"over live {r.value} (lifetime {r.lifetime} at 0x{r.addr:x}+{r.nbytes}, "
+                    f"written by {r.writer.task} at step {r.writer.step}) that {later.task} "
+                    f"still reads at step {later.step}",
+                )
+        self.regions[c.tile] = keep
+
+    def spm_write(self, c: Command, a: Access, data: Array | None, index: int) -> None:
+        nbytes = self._holder_bytes(c, a)
+        region = self._find(c.tile, a)
+        if region is None:
+            self._claim(c, a, nbytes, index)
+            shape = a.holder_shape
+            region = _Region(
+                a.addr,
+                nbytes,
+                a.lifetime,
+                a.value,
+                a.dtype,
+                a.layout,
+                a.holder,
+                np.full(shape, _poison(a.dtype), dtype=numpy_dtype(a.dtype)),
+                np.zeros(shape, dtype=bool),
+                c,
+            )
+            self.regions[c.tile].append(region)
+        elif region.holder != a.holder:
+            raise self._fail(c, a, f"region holder {region.holder} differs from {a.holder}")
+        region.writer = c
+        region.clobbered_by = None
+        if data is not None and not _empty(a.window):
+            sl = _rel(a.window, a.holder)
+            region.array[sl] = round_to(data, a.dtype)
+            region.written[sl] = True
+        image = pack(region.array, a.dtype, a.layout)
+        self.spm[c.tile][a.addr : a.addr + len(image)] = image
+
+    def spm_read(self, c: Command, a: Access) -> Array:
+        nbytes = self._holder_bytes(c, a)
+        region = self._find(c.tile, a)
+        if region is None:
+            here = [
+                r
+                for r in self.regions[c.tile]
+                if r.addr < a.addr + nbytes and a.addr < r.addr + r.nbytes
+            ]
+            what = (
+                "; the bytes there hold "
+                + ", ".join(
+                    f"{r.value} (lifetime {r.lifetime}, written by {r.writer.task} at step "
+                    f"{r.writer.step})"
+                    for r in here
+                )
+                if here
+                else "; nothing was written there"
+            )
+            raise self._fail(
+                c,
+                a,
+                f"reads {a.value} (lifetime {a.lifetime}) at SPM 0x{a.addr:x}, which does not "
+                f"hold it{what}",
+            )
+        if region.clobbered_by is not None:
+            k = region.clobbered_by
+            raise self._fail(
+                c,
+                a,
+                f"reads {a.value} at SPM 0x{a.addr:x} after {k.task} (step {k.step}) overwrote "
+                "it in place (the op clobbers that operand): reload it before this read",
+            )
+        if _empty(a.window):
+            return np.zeros(a.shape, dtype=numpy_dtype(a.dtype))
+        if not _inside(a.window, region.holder):
+            raise self._fail(
+                c,
+                a,
+                f"reads box {_box_text(a.window)} of {a.value} but the region holds "
+                f"{_box_text(region.holder)}",
+            )
+        sl = _rel(a.window, region.holder)
+        if not region.written[sl].all():
+            raise self._fail(
+                c,
+                a,
+                f"reads box {_box_text(a.window)} of {a.value} (lifetime {a.lifetime}) of which "
+                f"{int((~region.written[sl]).sum())} elements no command wrote",
+            )
+        image = bytes(self.spm[c.tile][a.addr : a.addr + nbytes])
+        return np.array(unpack(image, a.holder_shape, a.dtype, a.layout)[sl])
+
+    def clobber(self, c: Command, a: Access, data: Array | None, index: int) -> None:
+        """The op overwrote operand ``a`` in place: new bytes, and the value is gone."""
+        region = self._find(c.tile, a)
+        if region is None or _empty(a.window):
+            return
+        sl = _rel(a.window, region.holder)
+        if data is None:
+            region.array[sl] = _poison(a.dtype) if region.array.dtype.kind == "f" else 0
+        else:
+            region.array[sl] = round_to(data, a.dtype)
+        image = pack(region.array, a.dtype, a.layout)
+        self.spm[c.tile][a.addr : a.addr + len(image)] = image
+        region.clobbered_by = c
+        del index
+
+    def scratch(self, c: Command, a: Access, index: int) -> None:
+        """The op's imm region: claimed for it and filled with garbage."""
+        self._bounds(c, a, a.nbytes)
+        region = self._find(c.tile, a)
+        if region is None:
+            self._claim(c, a, a.nbytes, index)
+            shape = a.holder_shape
+            region = _Region(
+                a.addr,
+                a.nbytes,
+                a.lifetime,
+                a.value,
+                a.dtype,
+                a.layout,
+                a.holder,
+                np.zeros(shape, dtype=np.int8),
+                np.ones(shape, dtype=bool),
+                c,
+            )
+            self.regions[c.tile].append(region)
+        self.spm[c.tile][a.addr : a.addr + a.nbytes] = bytes([IMM_GARBAGE]) * a.nbytes
+
+    # ------------------------------------------------------------------ commands
+    def execute(self, c: Command, index: int) -> None:
+        """Run command number ``index`` of its tile (addresses as ``c`` gives them)."""
+        start = time.perf_counter()
+        if c.what in ("load", "load_const"):
+            data = self.ddr_read(c.reads[0], c)
+            self.spm_write(c, c.writes[0], data, index)
+        elif c.what == "store":
+            data = self.spm_read(c, c.reads[0])
+            self.ddr_write(c.writes[0], c, data)
+        elif c.what == "compute":
+            self._compute(c, index)
+        self.seconds += time.perf_counter() - start
+
+    def _compute(self, c: Command, index: int) -> None:
+        op = self.ops[c.op_id]
+        entry = get_op_def(op.kind)
+        inputs = [self.spm_read(c, a) if a.space == "spm" else self.ddr_read(a, c) for a in c.reads]
+        if c.imm is not None:
+            self.scratch(c, c.imm, index)
+        empty = _empty(c.box)
+        results: Sequence[Array | None] = (
+            [None] * len(c.writes) if empty else compute_slice(op, c, inputs)
+        )
+        if c.psum is not None:
+            partial = results[0]
+            if c.psum_init:
+                self.spm_write(c, c.psum, partial, index)
+            else:
+                before = self.spm_read(c, c.psum)
+                if partial is not None:
+                    combine = np.maximum if entry.psum_combine == "max" else np.add
+                    partial = combine(before, round_to(partial, c.psum.dtype))
+                self.spm_write(c, c.psum, partial, index)
+            if not c.psum_last:
+                return
+            results = [partial, *results[1:]]
+        for a, data in zip(c.writes, results, strict=False):
+            self.spm_write(c, a, data, index)
+        for j in c.clobbers:
+            if j < len(c.reads) and c.reads[j].space == "spm":
+                left = _clobbered_value(entry, op, j, inputs) if not empty else None
+                self.clobber(c, c.reads[j], left, index)
+
+
+def _clobbered_value(entry: Any, op: Op, index: int, inputs: Sequence[Array]) -> Array | None:
+    fn: Callable[..., Array] | None = getattr(entry, "clobbered_value", None)
+    if fn is None:
+        return None
+    try:
+        return fn(op, index, inputs)
+    except Tx8labError:
+        return None
+
+
+def _all_ops(module: Module) -> dict[int, Op]:
+    out: dict[int, Op] = {}
+
+    def walk(ops: Iterable[Op]) -> None:
+        for op in ops:
+            out[op.id] = op
+            for region in op.regions:
+                walk(region.ops)
+
+    for f in module.functions:
+        walk(f.body.ops)
+    return out
+
+
+def _split_reduce_dims(op: Op, c: Command) -> set[int]:
+    """Iteration dims of ``op`` that are reductions cut in time in this command."""
+    if c.psum is None:
+        return set()
+    dims = get_op_def(op.kind).iter_dims(op)
+    return {i for i, d in enumerate(dims) if d.reduce and c.box[i] != (0, d.size)}
+
+
+def compute_slice(op: Op, c: Command, inputs: Sequence[Array]) -> list[Array | None]:
+    """The results of one slice of ``op`` (module docstring, **Slice compute**)."""
+    entry = get_op_def(op.kind)
+    omaps = entry.operand_dims(op)
+    cut = _split_reduce_dims(op, c)
+    identity_max = entry.psum_combine == "max"
+    args: list[Array] = []
+    for j, (a, x) in enumerate(zip(c.reads, inputs, strict=True)):
+        follows_cut = any(m in cut for m in omaps[j] if m is not None)
+        if cut and not follows_cut and not c.psum_init:
+            x = np.zeros_like(x)  # a bias joins the first partial only
+        if entry.window_compute:
+            args.append(x)
+            continue
+        shape = tuple(v for v in op.operands[j].type.shape)
+        full = np.full(shape, _poison(op.operands[j].type.dtype), dtype=x.dtype)
+        if follows_cut:
+            ext = tuple((0, shape[e]) if m in cut else a.window[e] for e, m in enumerate(omaps[j]))
+            fill = -np.inf if identity_max and x.dtype.kind == "f" else 0
+            if identity_max and x.dtype.kind in "iu":
+                fill = np.iinfo(x.dtype).min
+            full[tuple(slice(s, e) for s, e in ext)] = fill
+        full[tuple(slice(s, e) for s, e in a.window)] = x
+        args.append(full)
+    with np.errstate(all="ignore"):
+        try:
+            out = entry.compute(op, *args)
+        except NotImplementedError as err:
+            raise Tx8labError(f"{op.label}: {err}") from None
+    results: list[Array | None] = []
+    for r, array in zip(op.results, out, strict=True):
+        window = entry.result_window(op, r.index, c.box)
+        array = np.asarray(array)
+        if not entry.window_compute:
+            array = array[tuple(slice(s, e) for s, e in window)]
+        expected = tuple(b - a for a, b in window)
+        if tuple(array.shape) != expected:
+            raise Tx8labError(
+                f"{op.label}: the slice compute gave shape {array.shape} for result "
+                f"{r.index}, its box {_box_text(window)} has {expected}"
+            )
+        dtype = c.psum.dtype if c.psum is not None and r.index == 0 else r.type.dtype
+        results.append(round_to(array, dtype))
+    return results
+
+
+# ---------------------------------------------------------------------- running
+
+
+@dataclass
+class Run:
+    """What an execution leaves: outputs, the trace, timings."""
+
+    outputs: list[Array]
+    trace: list[TraceEntry] = field(default_factory=list)
+    seconds: float = 0.0
+    machine: Machine | None = None
+
+
+def setup(program: Program, module: Module, inputs: Sequence[Array], spm_bytes: int) -> Machine:
+    """A machine with the inputs and constants in DDR."""
+    from tx8lab.core.interpret import prepare_inputs
+
+    env = prepare_inputs(module, inputs)
+    args = {arg.index: env[arg.key] for arg in module.main.args}
+    machine = Machine(program, module, spm_bytes)
+    for t in program.inputs:
+        machine.place(t, args[t.index])
+    for t in program.constants:
+        op = machine.ops[t.index]
+        machine.place(t, get_op_def(op.kind).compute(op)[0])
+    return machine
+
+
+def outputs_of(machine: Machine, module: Module, inputs: Sequence[Array]) -> list[Array]:
+    """``main``'s results read back after the run."""
+    from tx8lab.core.interpret import prepare_inputs
+
+    env = prepare_inputs(module, inputs)
+    args = {arg.index: env[arg.key] for arg in module.main.args}
+    out: list[Array] = []
+    for o in machine.program.outputs:
+        if o.kind == "ddr" and o.tensor is not None:
+            out.append(machine.read_tensor(o.tensor))
+        elif o.kind == "input":
+            out.append(args[o.arg])
+        else:
+            op = machine.ops[o.op_id]
+            value = get_op_def(op.kind).compute(op)[0]
+            out.append(round_to(value, op.results[0].type.dtype))
+    return out
+
+
+def run_program(program: Program, module: Module, inputs: Sequence[Array], spm_bytes: int) -> Run:
+    """Execute the Program's own command streams, group by group, tile by tile."""
+    machine = setup(program, module, inputs, spm_bytes)
+    start = time.perf_counter()
+    for group in program.groups:
+        for tile in sorted(program.tiles):
+            commands = program.tiles[tile]
+            i = machine.position[tile]
+            while i < len(commands) and commands[i].group == group:
+                c = commands[i]
+                machine.execute(c, i)
+                machine.trace.append(expected_entry(c))
+                i += 1
+            machine.position[tile] = i
+    seconds = time.perf_counter() - start
+    return Run(outputs_of(machine, module, inputs), machine.trace, seconds, machine)
+
+
+def tile_count(program: Program) -> int:
+    """Tiles with at least one command."""
+    return sum(1 for c in program.tiles.values() if c)
+
+
+def mean_commands(program: Program) -> float:
+    """Commands per tile, averaged over the tiles."""
+    counts = [len(c) for c in program.tiles.values()]
+    return sum(counts) / max(1, len(counts))
+
+
+__all__ = [
+    "Machine",
+    "Run",
+    "TraceEntry",
+    "command_addrs",
+    "compute_slice",
+    "expected_entry",
+    "mean_commands",
+    "outputs_of",
+    "run_program",
+    "setup",
+    "tile_count",
+]

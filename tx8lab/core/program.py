@@ -1,0 +1,934 @@
+"""The program: one command stream per tile, the single record of what the chip does.
+
+Spec: seed 001 ("TX8 Compiler": main.c is the program every tile runs on its shard; the
+BatchNorm ``main.c`` load -> compute -> store loop; ``TSR`` / ``L_SHAPE`` / ``G_SHAPE``;
+OP_INSTR_TYPE engines; "SPMAllocPass": each buffer at its allocated offset). A scheduled
+module (after group-cost, opt-barrier and opt-ddr) becomes a :class:`Program`: for every
+tile, the ordered :class:`Command` list with the engine, the op, the iteration box it
+computes, the SPM byte ranges it reads and writes (with the lifetime each belongs to), the
+DDR ranges it moves, the psum flags, and the barriers between groups. The codegen pass
+prints main.c from it, the host model of the chip (``tx8lab.core.hostmodel``) executes it,
+and the C's executed call trace is compared with it command for command.
+
+The schedule is rebuilt from the IR alone: each group's strategy (``tile_shard`` /
+``tile_split`` on its body ops, ``multi_buffer``, ``retract``) through the recorded group
+pipeline up to sw-pipeline (:func:`group_schedule`), the buffer versions of
+``sw_pipeline.expand``, and the SPM offsets of ``spm_offsets``.
+
+Readings chosen where the seed is vague:
+
+- **Tiles.** A group runs on the tiles of its ``dev_region`` ``(x0, y0, x_dim, y_dim)`` (x
+  is the mesh column, tile id ``row * columns + column``); its tiles are numbered in the
+  region row by row (the *local* index). An op's tile coordinates are ``local mod
+  product`` (the product of its shards) in mixed radix over its sharded iteration dims,
+  the last fastest, the dims ordered by their group dims (``slicing.linked_dims``, so
+  linked ops agree): a group dim that fewer of the group's ops shard varies slower. So an
+  op that shards one dim more than its producer (a MatMul adding N to its Softmax
+  input's B and M) keeps the producer's pieces on the same tiles, and a tile past the
+  product repeats the work of tile ``local mod product`` (the same bytes; every tile
+  runs the same code, as main.c does). Pieces that still land on other tiles are not
+  moved (no NoC yet): the host model reports the read.
+- **Loops.** A Repeat's index counts the chunks of the group dims of its stage that are
+  split (a stage's count is the product of their splits): mixed radix in the order of
+  the group dims, last fastest. An op split by 1 on a dim takes its tile's whole piece.
+- **Boxes.** Iteration dim ``i`` of size ``S`` with shard ``s`` and split ``q``: the tile's
+  piece is ``ceil(S / s)``, a chunk ``ceil(piece / q)`` (``slice_extent``); chunk ``k`` of
+  tile coordinate ``c`` is ``[c * piece + k * chunk, ...)``, clipped to the piece and to
+  ``S`` (possibly empty: the tile has nothing there). Operand and result boxes come from
+  the op library (``operand_window`` / ``result_window``: a conv's halo, a broadcast).
+- **Loads** move the bounding box of what their compute readers read at the load's loop
+  indices (a reader's loops the load sits outside of are at index 0: its operand does
+  not change with them); a **store** moves the box its producer wrote.
+- **Holders.** An SPM region holds one box of one value per lifetime: the bounding box of
+  every access to that value through that lifetime on that tile (a producer outside a
+  loop writes the whole piece that readers in the loop read chunk by chunk). An access
+  touches a sub-box of its holder.
+- **Addresses.** A buffer version's address is the offset of its lifetime in
+  ``spm_offsets``: the root buffer's id when it is written once, ``root@g`` for its
+  generation ``g`` otherwise; an imm buffer's ``name`` or ``name@k`` for its ``k``-th run
+  (buffer-life's labels).
+- A ``bypasscodegen`` constant (an Embedding table) is read in place from DDR. A value in
+  DDR that no load moves and no constant is (a block argument a compute op reads
+  directly) has no address: the program is refused with an error naming the op.
+- Multi-chip strategies (``chip_cut``) are refused: one chip's program is built.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from tx8lab.core.codegen_c import c_function
+from tx8lab.core.grouping import is_compute
+from tx8lab.core.ir import TERMINATORS, Module, Op, Value
+from tx8lab.core.ops import get_op_def
+from tx8lab.core.ops.registry import Window, op_layout, value_bytes
+from tx8lab.core.schedule.slicing import linked_dims
+from tx8lab.core.schedule.stages import StageSettings, run_group
+from tx8lab.core.schedule.sw_pipeline import Instance, Use, expand
+from tx8lab.core.schedule.tasks import (
+    Node,
+    OpStrategy,
+    ScheduleInput,
+    Strategy,
+    Task,
+    Timeline,
+)
+from tx8lab.errors import Tx8labError
+from tx8lab.hw.config import ChipConfig
+
+ValueKey = tuple[int, int, bool]
+LOADS = frozenset({"tx8be.LoadVar", "tx8be.LoadConst"})
+STORE = "tx8be.StoreVar"
+#: Top-level ops that need no code (see ``tx8lab.core.codegen``).
+NO_CODE = frozenset({"tx8be.Tuple", "tx8be.Constant", "tx8be.LoadConst"})
+#: Loops a command can sit in (the three stages).
+MAX_LOOP_DEPTH = 3
+
+What = Literal["load", "load_const", "store", "compute", "barrier"]
+
+
+@dataclass(frozen=True)
+class Access:
+    """One SPM or DDR range a command reads or writes."""
+
+    space: Literal["spm", "ddr"]
+    buffer: str
+    """SPM: the buffer id (``%7``, ``%7.psum``, ``%7.imm``); DDR: ``DDR_<op id>``."""
+    value: str
+    """What the region holds: a value name (``%7``, ``%7:1``), ``%7.psum``, ``%7.imm``,
+    or the DDR tensor's name."""
+    lifetime: str
+    """SPM: the lifetime label (``%7@1``); DDR: ""."""
+    addr: int
+    """SPM byte offset, or DDR byte address."""
+    nbytes: int
+    """Bytes of the region (the lifetime's allocation; a DDR tensor's footprint)."""
+    dtype: str
+    layout: str
+    """``LayoutMode`` value of the bytes (``Cx``, ``Tensor`` ...)."""
+    holder: Window
+    """The box of the value the region holds."""
+    window: Window
+    """The box this command touches (inside ``holder``)."""
+
+    @property
+    def holder_shape(self) -> tuple[int, ...]:
+        """Extents of :attr:`holder`."""
+        return tuple(b - a for a, b in self.holder)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Extents of :attr:`window`."""
+        return tuple(b - a for a, b in self.window)
+
+
+@dataclass(frozen=True)
+class Command:
+    """One op-library call of one tile (an instruction of seed ``OP_INSTR_TYPE``)."""
+
+    tile: int
+    group: int
+    what: What
+    function: str
+    """The C function main.c calls (``op_conv2d``, ``op_dma_load``, ``tsm_barrier``)."""
+    op_id: int
+    """The IR op (the group for a barrier)."""
+    op_kind: str
+    engine: str
+    """Schedule engine: ld, st, ne, ct, tdma; ``sync`` for a barrier."""
+    task: str
+    iteration: tuple[int, ...] = ()
+    """Index of each enclosing loop, outermost first."""
+    step: int = 0
+    """Timeline step of this instance."""
+    reads: tuple[Access, ...] = ()
+    """Compute: one per operand, in order. DMA: the source."""
+    writes: tuple[Access, ...] = ()
+    """Compute: one per result kept in SPM. DMA: the destination."""
+    imm: Access | None = None
+    psum: Access | None = None
+    psum_init: bool = True
+    """First step of the reduction loop: the partial sum is written, not added."""
+    psum_last: bool = True
+    """Last step: the result is written out."""
+    box: Window = ()
+    """Compute: the iteration box of the slice."""
+    clobbers: tuple[int, ...] = ()
+    """Operands whose buffer the op overwrites (the op library says which)."""
+
+    @property
+    def label(self) -> str:
+        """``tile 3 group %30 ne:%1 [0, 1]`` for messages."""
+        at = f" {list(self.iteration)}" if self.iteration else ""
+        return f"tile {self.tile} group %{self.group} {self.task}{at} (step {self.step})"
+
+
+@dataclass(frozen=True)
+class DdrTensor:
+    """A tensor placed in DDR before the program runs, or read back after it."""
+
+    name: str
+    addr: int
+    shape: tuple[int, ...]
+    dtype: str
+    layout: str
+    nbytes: int
+    source: Literal["input", "const", "output"]
+    index: int
+    """Argument index (input), the LoadConst op id (const), result index (output)."""
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where result ``index`` of ``main`` comes from after the run."""
+
+    index: int
+    kind: Literal["ddr", "const", "input"]
+    tensor: DdrTensor | None = None
+    op_id: int = -1
+    """``const``: the top-level constant op."""
+    arg: int = -1
+    """``input``: the argument returned as it is."""
+
+
+@dataclass(frozen=True)
+class Program:
+    """Every tile's command stream (module docstring)."""
+
+    model: str
+    hw: str
+    tiles: Mapping[int, tuple[Command, ...]]
+    groups: tuple[int, ...]
+    """Top-level group ids in program order."""
+    barriers: tuple[int, ...]
+    """Groups followed by a barrier (opt-barrier ``need_barrier``)."""
+    inputs: tuple[DdrTensor, ...]
+    constants: tuple[DdrTensor, ...]
+    outputs: tuple[Output, ...]
+    ddr_bytes: int
+    spm_base: int
+    spm_limit: int
+    """SPM addresses a command may touch: ``[spm_base, spm_limit)``."""
+
+    @property
+    def num_commands(self) -> int:
+        """Commands over all tiles."""
+        return sum(len(c) for c in self.tiles.values())
+
+    def commands_per_tile(self) -> dict[int, int]:
+        """Tile -> its command count."""
+        return {t: len(c) for t, c in self.tiles.items()}
+
+    def group_commands(self, group_id: int, tile: int) -> list[Command]:
+        """The commands of one group on one tile (barrier included)."""
+        return [c for c in self.tiles.get(tile, ()) if c.group == group_id]
+
+    def frame(self, tile: int | None = None) -> Any:
+        """A pandas DataFrame, one row per command (of one tile, or all)."""
+        import pandas as pd
+
+        rows = []
+        for t, commands in sorted(self.tiles.items()):
+            if tile is not None and t != tile:
+                continue
+            for i, c in enumerate(commands):
+                rows.append(
+                    {
+                        "tile": t,
+                        "index": i,
+                        "group": c.group,
+                        "step": c.step,
+                        "engine": c.engine,
+                        "function": c.function,
+                        "op": c.op_id,
+                        "iteration": list(c.iteration),
+                        "reads": ", ".join(_access_text(a) for a in c.reads),
+                        "writes": ", ".join(_access_text(a) for a in c.writes),
+                        "psum": "" if c.psum is None else _psum_text(c),
+                    }
+                )
+        return pd.DataFrame(rows)
+
+
+def _access_text(a: Access) -> str:
+    if a.space == "ddr":
+        return f"{a.buffer}@0x{a.addr:x}{_box_text(a.window)}"
+    return f"{a.buffer}@0x{a.addr:x}{_box_text(a.window)}"
+
+
+def _box_text(box: Window) -> str:
+    return "[" + ",".join(f"{a}:{b}" for a, b in box) + "]"
+
+
+def _psum_text(c: Command) -> str:
+    flags = [f for f, on in (("init", c.psum_init), ("last", c.psum_last)) if on]
+    return f"0x{c.psum.addr:x} {'+'.join(flags) or 'add'}" if c.psum else ""
+
+
+# ---------------------------------------------------------------------- the schedule
+
+
+def strategy_of(group: Op) -> Strategy:
+    """The group's strategy as group-cost wrote it into the IR."""
+    if "multi_buffer" not in group.attrs or "spm_offsets" not in group.attrs:
+        raise Tx8labError(
+            f"codegen: group %{group.id} has no multi_buffer / spm_offsets attributes; run "
+            "group-cost (the default pipeline) before codegen"
+        )
+    ops = {}
+    for op in group.regions[0].ops:
+        if "tile_shard" in op.attrs:
+            ops[op.id] = OpStrategy(
+                tuple(op.attrs["tile_shard"]),
+                tuple(op.attrs["tile_split"]),
+                tuple(op.attrs.get("chip_cut", ())),
+            )
+    return Strategy(ops, int(group.attrs["multi_buffer"]))
+
+
+def group_schedule(group: Op, hw: ChipConfig) -> tuple[Strategy, ScheduleInput, Timeline]:
+    """Strategy, init pipeline and timeline of a scheduled group, from the IR alone.
+
+    The recorded group pipeline up to sw-pipeline; the SPM offsets come from the IR.
+    """
+    strategy = strategy_of(group)
+    settings = StageSettings(
+        multi_buffer=strategy.multi_buffer, retract=bool(group.attrs.get("retract", True))
+    )
+    run = run_group(group, strategy, hw, settings, until="sw-pipeline")
+    return strategy, run.input, run.timeline
+
+
+def value_names(group: Op, si: ScheduleInput) -> dict[ValueKey, str]:
+    """Value key -> buffer id (Tuple results are their operands, as slicing reads them)."""
+    alias: dict[ValueKey, ValueKey] = {}
+    names: dict[ValueKey, str] = {}
+    for op in group.regions[0].ops:
+        if op.kind == "tx8be.Tuple":
+            for res, v in zip(op.results, op.operands, strict=True):
+                alias[res.key] = alias.get(v.key, v.key)
+        for r in op.results:
+            name = f"%{op.id}" if r.index == 0 else f"%{op.id}:{r.index}"
+            if name in si.buffers:
+                names[r.key] = name
+    for key, target in alias.items():
+        if target in names:
+            names[key] = names[target]
+    return names
+
+
+def lifetime_labels(instances: Sequence[Instance]) -> tuple[dict[str, int], dict[str, int]]:
+    """(generations per root buffer, runs per imm buffer) over the expanded program."""
+    generations: dict[str, int] = {}
+    runs: dict[str, int] = {}
+    for inst in instances:
+        for u in inst.writes:
+            generations[u.root] = max(generations.get(u.root, 0), u.generation + 1)
+        for b in inst.imm:
+            runs[b] = runs.get(b, 0) + 1
+    return generations, runs
+
+
+def use_label(use: Use, generations: Mapping[str, int]) -> str:
+    """The lifetime label of a buffer version (``%7`` or ``%7@2``)."""
+    return use.root if generations.get(use.root, 1) == 1 else f"{use.root}@{use.generation}"
+
+
+def region_tiles(group: Op, hw: ChipConfig) -> list[int]:
+    """Tile ids of the group's ``dev_region``, row by row (module docstring, **Tiles**)."""
+    region = group.attrs.get("dev_region")
+    cols = hw.mesh_cols
+    if isinstance(region, tuple) and len(region) == 4:
+        x0, y0, dx, dy = (int(v) for v in region)
+    else:
+        x0, y0, dx, dy = 0, 0, cols, hw.mesh_rows
+    return [(y0 + r) * cols + (x0 + c) for r in range(dy) for c in range(dx)]
+
+
+def _bbox(a: Window, b: Window) -> Window:
+    return tuple((min(x0, y0), max(x1, y1)) for (x0, x1), (y0, y1) in zip(a, b, strict=True))
+
+
+def _whole(shape: Sequence[int]) -> Window:
+    return tuple((0, int(d)) for d in shape)
+
+
+def _digits(index: int, radix: Sequence[int]) -> list[int]:
+    out = [0] * len(radix)
+    for i in range(len(radix) - 1, -1, -1):
+        out[i] = index % radix[i]
+        index //= radix[i]
+    return out
+
+
+class _GroupBoxes:
+    """Iteration boxes of a group's compute ops per (tile, loop indices)."""
+
+    def __init__(self, group: Op, strategy: Strategy, ops: Mapping[int, Op]) -> None:
+        self.group = group
+        self.ops = ops
+        self.strategy = strategy
+        links = linked_dims(group)
+        self.root = links.root
+        self.dims = {
+            op_id: get_op_def(ops[op_id].kind).iter_dims(ops[op_id])
+            for op_id in strategy.ops
+            if op_id in ops
+        }
+        for op_id, st in strategy.ops.items():
+            if any(c > 1 for c in st.chips):
+                raise Tx8labError(
+                    f"program: group %{group.id} cuts %{op_id} across chips ({st.chips}); "
+                    "the program of a multi-chip plan is not built yet, run with one chip"
+                )
+        # each stage's split group dims (in root order) and their factors
+        factor: dict[tuple[int, int], int] = {}
+        for op_id, st in strategy.ops.items():
+            for i, q in enumerate(st.split):
+                if q > 1:
+                    factor[self.root[(op_id, i)]] = q
+        self.stage_roots: dict[str, list[tuple[tuple[int, int], int]]] = {}
+        from tx8lab.core.schedule.slicing import LOOP_STAGE
+
+        for root in sorted(factor):
+            stage = LOOP_STAGE[links.loop[root]]
+            self.stage_roots.setdefault(stage, []).append((root, factor[root]))
+        # tile order of the group dims: a dim fewer ops shard varies slower
+        sharded_by: dict[tuple[int, int], int] = {}
+        for op_id, st in strategy.ops.items():
+            for root in {self.root[(op_id, i)] for i, s in enumerate(st.shard) if s > 1}:
+                sharded_by[root] = sharded_by.get(root, 0) + 1
+        self.tile_order = {r: (n, r) for r, n in sharded_by.items()}
+        self._coords: dict[tuple[int, int], dict[int, int]] = {}
+
+    def chunk_index(self, root: tuple[int, int], at: Mapping[str, int]) -> int:
+        for stage, roots in self.stage_roots.items():
+            for k, (r, _) in enumerate(roots):
+                if r == root:
+                    return _digits(at.get(stage, 0), [f for _, f in roots])[k]
+        return 0
+
+    def tile_coords(self, op_id: int, local: int) -> dict[int, int]:
+        key = (op_id, local)
+        got = self._coords.get(key)
+        if got is None:
+            st = self.strategy.ops[op_id]
+            sharded = sorted(
+                (self.tile_order[self.root[(op_id, i)]], i) for i, s in enumerate(st.shard) if s > 1
+            )
+            radix = [st.shard[i] for _, i in sharded]
+            digits = _digits(local % max(1, math.prod(radix)), radix)
+            got = {i: d for (_, i), d in zip(sharded, digits, strict=True)}
+            self._coords[key] = got
+        return got
+
+    def box(self, op_id: int, local: int, at: Mapping[str, int]) -> Window:
+        st = self.strategy.ops[op_id]
+        coords = self.tile_coords(op_id, local)
+        out = []
+        for i, dim in enumerate(self.dims[op_id]):
+            piece = -(-dim.size // st.shard[i])
+            chunk = -(-piece // st.split[i])
+            k = self.chunk_index(self.root[(op_id, i)], at) if st.split[i] > 1 else 0
+            base = coords.get(i, 0) * piece
+            start = min(dim.size, base + k * chunk)
+            stop = min(dim.size, base + piece, base + (k + 1) * chunk)
+            out.append((start, max(start, stop)))
+        return tuple(out)
+
+
+def _loops_of(
+    nodes: Sequence[Node], around: tuple[tuple[str, int], ...] = ()
+) -> dict[str, tuple[tuple[str, int], ...]]:
+    """Task id -> (stage, times) of each Repeat around it, outermost first."""
+    out: dict[str, tuple[tuple[str, int], ...]] = {}
+    for node in nodes:
+        if isinstance(node, Task):
+            out[node.id] = around
+        else:
+            out.update(_loops_of(node.body, (*around, (node.stage, node.times))))
+    return out
+
+
+def _spm_access(
+    buffer: str,
+    value: str,
+    label: str,
+    offsets: Mapping[str, tuple[int, int]],
+    dtype: str,
+    layout: str,
+    window: Window,
+    where: str,
+) -> Access:
+    if label not in offsets:
+        raise Tx8labError(
+            f"program: {where}: spm_offsets has no lifetime {label!r} for buffer {buffer!r}; "
+            "the allocation does not match the schedule, re-run group-cost"
+        )
+    addr, nbytes = offsets[label]
+    return Access("spm", buffer, value, label, addr, nbytes, dtype, layout, window, window)
+
+
+def group_program(group: Op, hw: ChipConfig) -> dict[int, list[Command]]:
+    """The commands of one scheduled top-level group on each of its tiles."""
+    strategy, si, timeline = group_schedule(group, hw)
+    instances = expand(si, strategy.multi_buffer)
+    generations, runs = lifetime_labels(instances)
+    offsets = {str(lid): (int(off), int(n)) for lid, off, n in group.attrs["spm_offsets"]}
+    steps = {(s.task, s.iteration): s.step for s in timeline.slots}
+    ops = {op.id: op for op in group.regions[0].ops if op.kind not in TERMINATORS}
+    names = value_names(group, si)
+    boxes = _GroupBoxes(group, strategy, ops)
+    loops = _loops_of(si.nodes)
+    alias: dict[ValueKey, ValueKey] = {}
+    readers: dict[ValueKey, list[tuple[Op, int]]] = {}
+    for op in ops.values():
+        if op.kind == "tx8be.Tuple":
+            for res, v in zip(op.results, op.operands, strict=True):
+                alias[res.key] = alias.get(v.key, v.key)
+    for op in ops.values():
+        if op.id in strategy.ops and is_compute(op):
+            for j, v in enumerate(op.operands):
+                readers.setdefault(alias.get(v.key, v.key), []).append((op, j))
+    tiles = region_tiles(group, hw)
+    out: dict[int, list[Command]] = {t: [] for t in tiles}
+    imm_seen: dict[str, int] = {}
+    imm_index: list[int] = []
+    for inst in instances:
+        for b in inst.imm:
+            imm_seen[b] = imm_seen.get(b, 0) + 1
+        imm_index.append(max((imm_seen[b] - 1 for b in inst.imm), default=0))
+    for local, tile in enumerate(tiles):
+        drafts: list[Command] = []
+        for n, inst in enumerate(instances):
+            around = loops[inst.task.id]
+            at = {stage: i for (stage, _), i in zip(around, inst.iteration, strict=True)}
+            drafts.append(
+                _command(
+                    inst,
+                    around,
+                    tile,
+                    local,
+                    at,
+                    steps.get(inst.key, 0),
+                    imm_index[n],
+                    group,
+                    ops,
+                    names,
+                    alias,
+                    readers,
+                    boxes,
+                    generations,
+                    runs,
+                    offsets,
+                )
+            )
+        out[tile] = _with_holders(drafts)
+    return out
+
+
+def _value_of(op: Op, key: ValueKey) -> Value:
+    return next(r for r in op.results if r.key == key)
+
+
+def _load_window(
+    op: Op,
+    local: int,
+    at: Mapping[str, int],
+    readers: Mapping[ValueKey, list[tuple[Op, int]]],
+    boxes: _GroupBoxes,
+) -> Window:
+    key = op.results[0].key
+    box: Window | None = None
+    for user, j in readers.get(key, []):
+        got = get_op_def(user.kind).operand_window(user, j, boxes.box(user.id, local, at))
+        box = got if box is None else _bbox(box, got)
+    return box if box is not None else _whole(op.results[0].type.shape)
+
+
+def _produced_window(
+    key: ValueKey,
+    ops: Mapping[int, Op],
+    local: int,
+    at: Mapping[str, int],
+    readers: Mapping[ValueKey, list[tuple[Op, int]]],
+    boxes: _GroupBoxes,
+) -> Window:
+    owner = ops[key[0]]
+    if owner.kind in LOADS:
+        return _load_window(owner, local, at, readers, boxes)
+    entry = get_op_def(owner.kind)
+    return entry.result_window(owner, key[1], boxes.box(owner.id, local, at))
+
+
+def _command(
+    inst: Instance,
+    around: Sequence[tuple[str, int]],
+    tile: int,
+    local: int,
+    at: Mapping[str, int],
+    step: int,
+    imm_run: int,
+    group: Op,
+    ops: Mapping[int, Op],
+    names: Mapping[ValueKey, str],
+    alias: Mapping[ValueKey, ValueKey],
+    readers: Mapping[ValueKey, list[tuple[Op, int]]],
+    boxes: _GroupBoxes,
+    generations: Mapping[str, int],
+    runs: Mapping[str, int],
+    offsets: Mapping[str, tuple[int, int]],
+) -> Command:
+    task = inst.task
+    op = ops[task.op_id]
+    where = f"group %{group.id} {op.label}"
+    reads = {u.buffer: u for u in inst.reads}
+    writes = {u.buffer: u for u in inst.writes}
+    base = {
+        "tile": tile,
+        "group": group.id,
+        "op_id": op.id,
+        "op_kind": op.kind,
+        "engine": task.engine,
+        "task": task.id,
+        "iteration": inst.iteration,
+        "step": step,
+    }
+    if op.kind in LOADS:
+        key = op.results[0].key
+        ttype = op.results[0].type
+        window = _load_window(op, local, at, readers, boxes)
+        layout = op_layout(op).value
+        src = _ddr_access(op, ttype.shape, ttype.dtype, layout, window)
+        buf = names[key]
+        dst = _spm_access(
+            buf,
+            buf,
+            use_label(writes[buf], generations),
+            offsets,
+            ttype.dtype,
+            layout,
+            window,
+            where,
+        )
+        what: What = "load_const" if op.kind == "tx8be.LoadConst" else "load"
+        return Command(
+            what=what,
+            function="op_dma_" + what,
+            reads=(src,),
+            writes=(dst,),
+            **base,
+        )
+    if op.kind == STORE:
+        key = alias.get(op.operands[0].key, op.operands[0].key)
+        ttype = op.operands[0].type
+        buf = names[key]
+        window = _produced_window(key, ops, local, at, readers, boxes)
+        owner = ops[key[0]]
+        src = _spm_access(
+            buf,
+            buf,
+            use_label(reads[buf], generations),
+            offsets,
+            ttype.dtype,
+            op_layout(owner).value,
+            window,
+            where,
+        )
+        dst = _ddr_access(op, ttype.shape, ttype.dtype, op_layout(op).value, window)
+        return Command(what="store", function="op_dma_store", reads=(src,), writes=(dst,), **base)
+    entry = get_op_def(op.kind)
+    box = boxes.box(op.id, local, at)
+    layout = op_layout(op).value
+    operand_accesses: list[Access] = []
+    for j, v in enumerate(op.operands):
+        key = alias.get(v.key, v.key)
+        window = entry.operand_window(op, j, box)
+        buf = names.get(key)
+        if buf is not None:
+            owner = ops[key[0]]
+            operand_accesses.append(
+                _spm_access(
+                    buf,
+                    buf,
+                    use_label(reads[buf], generations),
+                    offsets,
+                    v.type.dtype,
+                    op_layout(owner).value,
+                    window,
+                    where,
+                )
+            )
+            continue
+        owner = None if v.is_arg else ops.get(v.owner)
+        if owner is not None and owner.kind in LOADS and owner.attrs.get("bypasscodegen"):
+            operand_accesses.append(
+                _ddr_access(owner, v.type.shape, v.type.dtype, op_layout(owner).value, window)
+            )
+            continue
+        raise Tx8labError(
+            f"program: {op.label} operand {j} in group %{group.id} is neither in SPM nor a "
+            "bypasscodegen constant in DDR; it has no address the program could read (run "
+            "group-ldst, the default pipeline, so every input is loaded)"
+        )
+    result_accesses = []
+    for r in op.results:
+        buf = names.get(r.key)
+        if buf is None:
+            continue
+        result_accesses.append(
+            _spm_access(
+                buf,
+                buf,
+                use_label(writes[buf], generations),
+                offsets,
+                r.type.dtype,
+                layout,
+                entry.result_window(op, r.index, box),
+                where,
+            )
+        )
+    psum_name = f"%{op.id}.psum"
+    psum = None
+    init = last = True
+    if psum_name in writes:
+        rwin = entry.result_window(op, 0, box)
+        dtype = "f32" if op.results[0].type.dtype not in ("i8", "i32", "i64", "i1") else "i32"
+        psum = _spm_access(
+            psum_name,
+            psum_name,
+            use_label(writes[psum_name], generations),
+            offsets,
+            dtype,
+            "Tensor",
+            rwin,
+            where,
+        )
+        if inst.iteration:
+            # sw_pipeline.expand restarts a psum when the innermost loop is at 0
+            init = inst.iteration[-1] == 0
+            last = inst.iteration[-1] == around[-1][1] - 1
+    imm_name = f"%{op.id}.imm"
+    imm = None
+    if imm_name in inst.imm:
+        label = imm_name if runs.get(imm_name, 1) == 1 else f"{imm_name}@{imm_run}"
+        if label not in offsets:
+            raise Tx8labError(
+                f"program: {where}: spm_offsets has no lifetime {label!r} for its scratch; "
+                "the allocation does not match the schedule, re-run group-cost"
+            )
+        addr, nbytes = offsets[label]
+        whole = ((0, nbytes),)
+        imm = Access("spm", imm_name, imm_name, label, addr, nbytes, "i8", "Tensor", whole, whole)
+    clobbers = tuple(getattr(entry, "clobbered_operands", lambda _op: ())(op))
+    return Command(
+        what="compute",
+        function=c_function(op.kind),
+        reads=tuple(operand_accesses),
+        writes=tuple(result_accesses),
+        imm=imm,
+        psum=psum,
+        psum_init=init,
+        psum_last=last,
+        box=box,
+        clobbers=clobbers,
+        **base,
+    )
+
+
+def _ddr_access(op: Op, shape: Sequence[int], dtype: str, layout: str, window: Window) -> Access:
+    addr = op.attrs.get("ddr_addr")
+    if addr is None:
+        raise Tx8labError(
+            f"program: {op.label} has no ddr_addr; run opt-ddr (the default pipeline) first"
+        )
+    nbytes = value_bytes(tuple(shape), dtype, layout_mode(layout))
+    name = f"DDR_{op.id}"
+    return Access("ddr", name, name, "", int(addr), nbytes, dtype, layout, _whole(shape), window)
+
+
+def layout_mode(layout: str) -> Any:
+    """The ``LayoutMode`` of a layout value string."""
+    from tx8lab.core.attrs import LayoutMode
+
+    return LayoutMode(layout)
+
+
+def _with_holders(drafts: list[Command]) -> list[Command]:
+    """Each SPM access's holder: the bounding box over its (lifetime, value) accesses."""
+    holder: dict[tuple[str, str], Window] = {}
+    for c in drafts:
+        for a in (*c.reads, *c.writes, *((c.psum,) if c.psum else ())):
+            if a.space != "spm" or a.buffer.endswith(".imm"):
+                continue
+            key = (a.lifetime, a.value)
+            got = holder.get(key)
+            holder[key] = a.window if got is None else _bbox(got, a.window)
+
+    def fix(a: Access) -> Access:
+        if a.space != "spm" or a.buffer.endswith(".imm"):
+            return a
+        return replace(a, holder=holder[(a.lifetime, a.value)])
+
+    return [
+        replace(
+            c,
+            reads=tuple(fix(a) for a in c.reads),
+            writes=tuple(fix(a) for a in c.writes),
+            psum=fix(c.psum) if c.psum else None,
+        )
+        for c in drafts
+    ]
+
+
+# ---------------------------------------------------------------------- the module
+
+
+def build_program(module: Module, hw: ChipConfig) -> Program:
+    """The :class:`Program` of a scheduled module (every top-level group of ``main``).
+
+    Raises:
+        Tx8labError: an op outside every group that needs code, a group not scheduled
+            (run the default pipeline), or an access without an address; the message
+            names the group and the op.
+    """
+    main = module.main
+    tiles: dict[int, list[Command]] = {t: [] for t in range(hw.tiles_per_chip)}
+    groups: list[int] = []
+    barriers: list[int] = []
+    loaded_args: dict[int, list[Op]] = {}
+    constants: dict[int, DdrTensor] = {}
+    stored: dict[ValueKey, DdrTensor] = {}
+    for top in main.ops:
+        if top.kind in TERMINATORS or top.kind in NO_CODE:
+            continue
+        if top.kind != "tx8be.Group":
+            raise Tx8labError(
+                f"program: {top.label} is outside every group; main.c runs groups only "
+                "(run the group pass, the default pipeline, first)"
+            )
+        groups.append(top.id)
+        for tile, commands in group_program(top, hw).items():
+            tiles[tile].extend(commands)
+        body = top.regions[0]
+        outer = dict(zip((a.key for a in body.args), top.operands, strict=True))
+        for op in body.ops:
+            if op.kind == "tx8be.LoadVar":
+                src = outer.get(op.operands[0].key)
+                if src is not None and src.is_arg:
+                    loaded_args.setdefault(src.index, []).append(op)
+            elif op.kind == "tx8be.LoadConst":
+                t = op.results[0].type
+                layout = op_layout(op).value
+                constants.setdefault(
+                    int(op.attrs.get("ddr_addr", -1)),
+                    DdrTensor(
+                        f"%{op.id}",
+                        int(op.attrs.get("ddr_addr", -1)),
+                        t.shape,
+                        t.dtype,
+                        layout,
+                        value_bytes(t.shape, t.dtype, layout_mode(layout)),
+                        "const",
+                        op.id,
+                    ),
+                )
+        ret = body.ops[-1]
+        for r, v in zip(top.results, ret.operands, strict=True):
+            owner = None if v.is_arg else next((o for o in body.ops if o.id == v.owner), None)
+            if owner is not None and owner.kind == STORE:
+                t = v.type
+                layout = op_layout(owner).value
+                stored[r.key] = DdrTensor(
+                    f"%{owner.id}",
+                    int(owner.attrs.get("ddr_addr", -1)),
+                    t.shape,
+                    t.dtype,
+                    layout,
+                    value_bytes(t.shape, t.dtype, layout_mode(layout)),
+                    "output",
+                    r.index,
+                )
+        if top.attrs.get("need_barrier"):
+            barriers.append(top.id)
+            for tile in region_tiles(top, hw):
+                tiles[tile].append(
+                    Command(
+                        tile, top.id, "barrier", "tsm_barrier", top.id, top.kind, "sync", "sync"
+                    )
+                )
+    inputs = []
+    for arg in main.args:
+        for load in loaded_args.get(arg.index, []):
+            layout = op_layout(load).value
+            t = arg.type
+            inputs.append(
+                DdrTensor(
+                    f"%arg{arg.index}",
+                    int(load.attrs.get("ddr_addr", -1)),
+                    t.shape,
+                    t.dtype,
+                    layout,
+                    value_bytes(t.shape, t.dtype, layout_mode(layout)),
+                    "input",
+                    arg.index,
+                )
+            )
+    outputs = []
+    ret = main.ops[-1]
+    for i, v in enumerate(ret.operands):
+        if v.is_arg:
+            outputs.append(Output(i, "input", arg=v.index))
+        elif v.key in stored:
+            t = stored[v.key]
+            outputs.append(Output(i, "ddr", replace(t, index=i)))
+        else:
+            owner = next(o for o in main.ops if o.id == v.owner)
+            if owner.kind in ("tx8be.Constant", "tx8be.LoadConst"):
+                outputs.append(Output(i, "const", op_id=owner.id))
+            else:
+                raise Tx8labError(
+                    f"program: result {i} of main comes from {owner.label}, which stores "
+                    "nothing to DDR; the program cannot return it"
+                )
+    placed = [*inputs, *constants.values(), *(o.tensor for o in outputs if o.tensor)]
+    for t in placed:
+        if t.addr < 0:
+            raise Tx8labError(
+                f"program: {t.name} has no ddr_addr; run opt-ddr (the default pipeline) first"
+            )
+    ddr_bytes = max((t.addr + t.nbytes for t in placed), default=0)
+    return Program(
+        str(module.attrs.get("tx8.model", "unnamed model")),
+        hw.name,
+        {t: tuple(c) for t, c in tiles.items()},
+        tuple(groups),
+        tuple(barriers),
+        tuple(inputs),
+        tuple(constants.values()),
+        tuple(outputs),
+        ddr_bytes,
+        hw.tile.spm_alloc_base_bytes,
+        hw.tile.spm_limit_bytes,
+    )
+
+
+__all__ = [
+    "MAX_LOOP_DEPTH",
+    "Access",
+    "Command",
+    "DdrTensor",
+    "Output",
+    "Program",
+    "build_program",
+    "group_program",
+    "group_schedule",
+    "lifetime_labels",
+    "region_tiles",
+    "strategy_of",
+    "use_label",
+    "value_names",
+]
