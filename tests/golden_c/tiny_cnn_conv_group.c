@@ -42,17 +42,17 @@ static uint64_t group_30(int32_t tile_id) {
     tsm_tile_window(&gs_5, (const int32_t[]){1, 1, 1, 8}, tile_id);
     G_SHAPE gs_38 = {.spatial_start = {0, 0, 0, 0}, .spatial_end = {0, 3, 3, 7}, .shape = {1, 4, 4, 8}, .dim = 4, .done = 0};
     tsm_tile_window(&gs_38, (const int32_t[]){1, 1, 1, 8}, tile_id);
-    cycles += op_dma_load(&t_37, DDR_37, &gs_37);  /* ld:%37 ld, step 0 */
-    cycles += op_dma_load_const(&t_0, DDR_0, &gs_0);  /* ld:%0 ld, step 1 */
-    cycles += op_dma_load_const(&t_2, DDR_2, &gs_2);  /* ld:%2 ld, step 2 */
-    cycles += op_dma_load_const(&t_3, DDR_3, &gs_3);  /* ld:%3 ld, step 3 */
-    cycles += op_dma_load_const(&t_4, DDR_4, &gs_4);  /* ld:%4 ld, step 4 */
-    cycles += op_dma_load_const(&t_5, DDR_5, &gs_5);  /* ld:%5 ld, step 5 */
-    cycles += op_conv2d(&(CONV2D_PARAM){.fmt = Fmt_FP16, .dim = 5, .slice = {1, 8, 8, 1, 3}, .psum_init = 1, .psum_last = 1, .kernel = {3, 3}, .strides = {1, 1}, .pads = {1, 1, 1, 1}, .dilations = {1, 1}, .group = 1}, (TSR *[]){&t_37, &t_0}, 2, NULL, NULL, &t_1);  /* ne:%1 ne, step 6 */
-    cycles += op_batchnorm_inference(&(BATCHNORM_INFER_PARAM){.fmt = Fmt_FP16, .dim = 4, .slice = {1, 8, 8, 1}, .psum_init = 1, .psum_last = 1, .epsilon = 1e-06f}, &t_1, &t_2, &t_3, &t_4, &t_5, &t_6_imm, NULL, &t_6);  /* ct:%6 ct, step 7 */
+    cycles += op_dma_load(&(DMA_PARAM){.op = 37, .at = {0}}, &t_37, DDR_37, &gs_37);  /* ld:%37 ld, step 0 */
+    cycles += op_dma_load_const(&(DMA_PARAM){.op = 0, .at = {0}}, &t_0, DDR_0, &gs_0);  /* ld:%0 ld, step 1 */
+    cycles += op_dma_load_const(&(DMA_PARAM){.op = 2, .at = {0}}, &t_2, DDR_2, &gs_2);  /* ld:%2 ld, step 2 */
+    cycles += op_dma_load_const(&(DMA_PARAM){.op = 3, .at = {0}}, &t_3, DDR_3, &gs_3);  /* ld:%3 ld, step 3 */
+    cycles += op_dma_load_const(&(DMA_PARAM){.op = 4, .at = {0}}, &t_4, DDR_4, &gs_4);  /* ld:%4 ld, step 4 */
+    cycles += op_dma_load_const(&(DMA_PARAM){.op = 5, .at = {0}}, &t_5, DDR_5, &gs_5);  /* ld:%5 ld, step 5 */
+    cycles += op_conv2d(&(CONV2D_PARAM){.op = 1, .at = {0}, .fmt = Fmt_FP16, .dim = 5, .slice = {1, 8, 8, 1, 3}, .psum_init = 1, .psum_last = 1, .kernel = {3, 3}, .strides = {1, 1}, .pads = {1, 1, 1, 1}, .dilations = {1, 1}, .group = 1}, (TSR *[]){&t_37, &t_0}, 2, NULL, NULL, &t_1);  /* ne:%1 ne, step 6 */
+    cycles += op_batchnorm_inference(&(BATCHNORM_INFER_PARAM){.op = 6, .at = {0}, .fmt = Fmt_FP16, .dim = 4, .slice = {1, 8, 8, 1}, .psum_init = 1, .psum_last = 1, .epsilon = 1e-06f}, &t_1, &t_2, &t_3, &t_4, &t_5, &t_6_imm, NULL, &t_6);  /* ct:%6 ct, step 7 */
     t_7.addr = t_6.addr;
-    cycles += op_relu(&(UNARY_PARAM){.fmt = Fmt_FP16, .dim = 4, .slice = {1, 8, 8, 1}, .psum_init = 1, .psum_last = 1}, &t_6, NULL, NULL, &t_7);  /* ct:%7 ct, step 8 */
-    cycles += op_max_pool2d(&(POOL_PARAM){.fmt = Fmt_FP16, .dim = 4, .slice = {1, 4, 4, 1}, .psum_init = 1, .psum_last = 1, .kernel = {2, 2}, .strides = {2, 2}, .pads = {0, 0, 0, 0}}, &t_7, NULL, NULL, &t_8);  /* ct:%8 ct, step 9 */
-    cycles += op_dma_store(&t_8, DDR_38, &gs_38);  /* st:%38 st, step 10 */
+    cycles += op_relu(&(UNARY_PARAM){.op = 7, .at = {0}, .fmt = Fmt_FP16, .dim = 4, .slice = {1, 8, 8, 1}, .psum_init = 1, .psum_last = 1}, &t_6, NULL, NULL, &t_7);  /* ct:%7 ct, step 8 */
+    cycles += op_max_pool2d(&(POOL_PARAM){.op = 8, .at = {0}, .fmt = Fmt_FP16, .dim = 4, .slice = {1, 4, 4, 1}, .psum_init = 1, .psum_last = 1, .kernel = {2, 2}, .strides = {2, 2}, .pads = {0, 0, 0, 0}}, &t_7, NULL, NULL, &t_8);  /* ct:%8 ct, step 9 */
+    cycles += op_dma_store(&(DMA_PARAM){.op = 38, .at = {0}}, &t_8, DDR_38, &gs_38);  /* st:%38 st, step 10 */
     return cycles;
 }

@@ -45,9 +45,9 @@ static uint64_t group_33(int32_t tile_id) {
     tsm_tile_window(&gs_35, (const int32_t[]){1, 8, 2, 1}, tile_id);
     G_SHAPE gs_36 = {.spatial_start = {0, 0, 0, 0}, .spatial_end = {0, 7, 7, 2}, .shape = {1, 8, 8, 3}, .dim = 4, .done = 0};
     tsm_tile_window(&gs_36, (const int32_t[]){1, 8, 2, 1}, tile_id);
-    cycles += op_dma_load(&t_35, DDR_35, &gs_35);  /* ld:%35 ld, step 0 */
-    cycles += op_channel_norm(&(CHANNEL_NORM_PARAM){.fmt = Fmt_FP16, .dim = 4, .slice = {1, 1, 4, 3}, .psum_init = 1, .psum_last = 1, .direction = 1}, &t_35, NULL, NULL, &t_19);  /* ct:%19 ct, step 1 */
-    cycles += op_dma_store(&t_19, DDR_36, &gs_36);  /* st:%36 st, step 2 */
+    cycles += op_dma_load(&(DMA_PARAM){.op = 35, .at = {0}}, &t_35, DDR_35, &gs_35);  /* ld:%35 ld, step 0 */
+    cycles += op_channel_norm(&(CHANNEL_NORM_PARAM){.op = 19, .at = {0}, .fmt = Fmt_FP16, .dim = 4, .slice = {1, 1, 4, 3}, .psum_init = 1, .psum_last = 1, .direction = 1}, &t_35, NULL, NULL, &t_19);  /* ct:%19 ct, step 1 */
+    cycles += op_dma_store(&(DMA_PARAM){.op = 36, .at = {0}}, &t_19, DDR_36, &gs_36);  /* st:%36 st, step 2 */
     return cycles;
 }
 
@@ -95,18 +95,18 @@ static uint64_t group_30(int32_t tile_id) {
     tsm_tile_window(&gs_5, (const int32_t[]){1, 1, 1, 8}, tile_id);
     G_SHAPE gs_38 = {.spatial_start = {0, 0, 0, 0}, .spatial_end = {0, 3, 3, 7}, .shape = {1, 4, 4, 8}, .dim = 4, .done = 0};
     tsm_tile_window(&gs_38, (const int32_t[]){1, 1, 1, 8}, tile_id);
-    cycles += op_dma_load(&t_37, DDR_37, &gs_37);  /* ld:%37 ld, step 0 */
-    cycles += op_dma_load_const(&t_0, DDR_0, &gs_0);  /* ld:%0 ld, step 1 */
-    cycles += op_dma_load_const(&t_2, DDR_2, &gs_2);  /* ld:%2 ld, step 2 */
-    cycles += op_dma_load_const(&t_3, DDR_3, &gs_3);  /* ld:%3 ld, step 3 */
-    cycles += op_dma_load_const(&t_4, DDR_4, &gs_4);  /* ld:%4 ld, step 4 */
-    cycles += op_dma_load_const(&t_5, DDR_5, &gs_5);  /* ld:%5 ld, step 5 */
-    cycles += op_conv2d(&(CONV2D_PARAM){.fmt = Fmt_FP16, .dim = 5, .slice = {1, 8, 8, 1, 3}, .psum_init = 1, .psum_last = 1, .kernel = {3, 3}, .strides = {1, 1}, .pads = {1, 1, 1, 1}, .dilations = {1, 1}, .group = 1}, (TSR *[]){&t_37, &t_0}, 2, NULL, NULL, &t_1);  /* ne:%1 ne, step 6 */
-    cycles += op_batchnorm_inference(&(BATCHNORM_INFER_PARAM){.fmt = Fmt_FP16, .dim = 4, .slice = {1, 8, 8, 1}, .psum_init = 1, .psum_last = 1, .epsilon = 1e-06f}, &t_1, &t_2, &t_3, &t_4, &t_5, &t_6_imm, NULL, &t_6);  /* ct:%6 ct, step 7 */
+    cycles += op_dma_load(&(DMA_PARAM){.op = 37, .at = {0}}, &t_37, DDR_37, &gs_37);  /* ld:%37 ld, step 0 */
+    cycles += op_dma_load_const(&(DMA_PARAM){.op = 0, .at = {0}}, &t_0, DDR_0, &gs_0);  /* ld:%0 ld, step 1 */
+    cycles += op_dma_load_const(&(DMA_PARAM){.op = 2, .at = {0}}, &t_2, DDR_2, &gs_2);  /* ld:%2 ld, step 2 */
+    cycles += op_dma_load_const(&(DMA_PARAM){.op = 3, .at = {0}}, &t_3, DDR_3, &gs_3);  /* ld:%3 ld, step 3 */
+    cycles += op_dma_load_const(&(DMA_PARAM){.op = 4, .at = {0}}, &t_4, DDR_4, &gs_4);  /* ld:%4 ld, step 4 */
+    cycles += op_dma_load_const(&(DMA_PARAM){.op = 5, .at = {0}}, &t_5, DDR_5, &gs_5);  /* ld:%5 ld, step 5 */
+    cycles += op_conv2d(&(CONV2D_PARAM){.op = 1, .at = {0}, .fmt = Fmt_FP16, .dim = 5, .slice = {1, 8, 8, 1, 3}, .psum_init = 1, .psum_last = 1, .kernel = {3, 3}, .strides = {1, 1}, .pads = {1, 1, 1, 1}, .dilations = {1, 1}, .group = 1}, (TSR *[]){&t_37, &t_0}, 2, NULL, NULL, &t_1);  /* ne:%1 ne, step 6 */
+    cycles += op_batchnorm_inference(&(BATCHNORM_INFER_PARAM){.op = 6, .at = {0}, .fmt = Fmt_FP16, .dim = 4, .slice = {1, 8, 8, 1}, .psum_init = 1, .psum_last = 1, .epsilon = 1e-06f}, &t_1, &t_2, &t_3, &t_4, &t_5, &t_6_imm, NULL, &t_6);  /* ct:%6 ct, step 7 */
     t_7.addr = t_6.addr;
-    cycles += op_relu(&(UNARY_PARAM){.fmt = Fmt_FP16, .dim = 4, .slice = {1, 8, 8, 1}, .psum_init = 1, .psum_last = 1}, &t_6, NULL, NULL, &t_7);  /* ct:%7 ct, step 8 */
-    cycles += op_max_pool2d(&(POOL_PARAM){.fmt = Fmt_FP16, .dim = 4, .slice = {1, 4, 4, 1}, .psum_init = 1, .psum_last = 1, .kernel = {2, 2}, .strides = {2, 2}, .pads = {0, 0, 0, 0}}, &t_7, NULL, NULL, &t_8);  /* ct:%8 ct, step 9 */
-    cycles += op_dma_store(&t_8, DDR_38, &gs_38);  /* st:%38 st, step 10 */
+    cycles += op_relu(&(UNARY_PARAM){.op = 7, .at = {0}, .fmt = Fmt_FP16, .dim = 4, .slice = {1, 8, 8, 1}, .psum_init = 1, .psum_last = 1}, &t_6, NULL, NULL, &t_7);  /* ct:%7 ct, step 8 */
+    cycles += op_max_pool2d(&(POOL_PARAM){.op = 8, .at = {0}, .fmt = Fmt_FP16, .dim = 4, .slice = {1, 4, 4, 1}, .psum_init = 1, .psum_last = 1, .kernel = {2, 2}, .strides = {2, 2}, .pads = {0, 0, 0, 0}}, &t_7, NULL, NULL, &t_8);  /* ct:%8 ct, step 9 */
+    cycles += op_dma_store(&(DMA_PARAM){.op = 38, .at = {0}}, &t_8, DDR_38, &gs_38);  /* st:%38 st, step 10 */
     return cycles;
 }
 
@@ -136,13 +136,13 @@ static uint64_t group_31(int32_t tile_id) {
     tsm_tile_window(&gs_10, (const int32_t[]){16}, tile_id);
     G_SHAPE gs_40 = {.spatial_start = {0, 0, 0, 0}, .spatial_end = {0, 3, 3, 15}, .shape = {1, 4, 4, 16}, .dim = 4, .done = 0};
     tsm_tile_window(&gs_40, (const int32_t[]){1, 1, 1, 16}, tile_id);
-    cycles += op_dma_load(&t_39, DDR_39, &gs_39);  /* ld:%39 ld, step 0 */
-    cycles += op_dma_load_const(&t_9, DDR_9, &gs_9);  /* ld:%9 ld, step 1 */
-    cycles += op_dma_load_const(&t_10, DDR_10, &gs_10);  /* ld:%10 ld, step 2 */
-    cycles += op_conv2d(&(CONV2D_PARAM){.fmt = Fmt_FP16, .dim = 5, .slice = {1, 4, 4, 1, 8}, .psum_init = 1, .psum_last = 1, .kernel = {3, 3}, .strides = {1, 1}, .pads = {1, 1, 1, 1}, .dilations = {1, 1}, .group = 1}, (TSR *[]){&t_39, &t_9, &t_10}, 3, NULL, NULL, &t_11);  /* ne:%11 ne, step 3 */
+    cycles += op_dma_load(&(DMA_PARAM){.op = 39, .at = {0}}, &t_39, DDR_39, &gs_39);  /* ld:%39 ld, step 0 */
+    cycles += op_dma_load_const(&(DMA_PARAM){.op = 9, .at = {0}}, &t_9, DDR_9, &gs_9);  /* ld:%9 ld, step 1 */
+    cycles += op_dma_load_const(&(DMA_PARAM){.op = 10, .at = {0}}, &t_10, DDR_10, &gs_10);  /* ld:%10 ld, step 2 */
+    cycles += op_conv2d(&(CONV2D_PARAM){.op = 11, .at = {0}, .fmt = Fmt_FP16, .dim = 5, .slice = {1, 4, 4, 1, 8}, .psum_init = 1, .psum_last = 1, .kernel = {3, 3}, .strides = {1, 1}, .pads = {1, 1, 1, 1}, .dilations = {1, 1}, .group = 1}, (TSR *[]){&t_39, &t_9, &t_10}, 3, NULL, NULL, &t_11);  /* ne:%11 ne, step 3 */
     t_12.addr = t_11.addr;
-    cycles += op_relu(&(UNARY_PARAM){.fmt = Fmt_FP16, .dim = 4, .slice = {1, 4, 4, 1}, .psum_init = 1, .psum_last = 1}, &t_11, NULL, NULL, &t_12);  /* ct:%12 ct, step 4 */
-    cycles += op_dma_store(&t_12, DDR_40, &gs_40);  /* st:%40 st, step 5 */
+    cycles += op_relu(&(UNARY_PARAM){.op = 12, .at = {0}, .fmt = Fmt_FP16, .dim = 4, .slice = {1, 4, 4, 1}, .psum_init = 1, .psum_last = 1}, &t_11, NULL, NULL, &t_12);  /* ct:%12 ct, step 4 */
+    cycles += op_dma_store(&(DMA_PARAM){.op = 40, .at = {0}}, &t_12, DDR_40, &gs_40);  /* st:%40 st, step 5 */
     return cycles;
 }
 
@@ -180,14 +180,14 @@ static uint64_t group_32(int32_t tile_id) {
     tsm_tile_window(&gs_16, (const int32_t[]){1}, tile_id);
     G_SHAPE gs_42 = {.spatial_start = {0, 0}, .spatial_end = {0, 9}, .shape = {1, 10}, .dim = 2, .done = 0};
     tsm_tile_window(&gs_42, (const int32_t[]){1, 1}, tile_id);
-    cycles += op_dma_load(&t_41, DDR_41, &gs_41);  /* ld:%41 ld, step 0 */
-    cycles += op_dma_load_const(&t_15, DDR_15, &gs_15);  /* ld:%15 ld, step 1 */
-    cycles += op_dma_load_const(&t_16, DDR_16, &gs_16);  /* ld:%16 ld, step 2 */
-    cycles += op_global_avg_pool(&(POOL_PARAM){.fmt = Fmt_FP16, .dim = 6, .slice = {1, 1, 1, 16, 4, 4}, .psum_init = 1, .psum_last = 1, .kernel = {4, 4}, .strides = {1, 1}, .pads = {0, 0, 0, 0}}, &t_41, &t_13_imm, NULL, &t_13);  /* ct:%13 ct, step 3 */
-    cycles += op_reshape(&(DATA_PARAM){.fmt = Fmt_FP16, .dim = 2, .slice = {1, 16}, .psum_init = 1, .psum_last = 1, .axis = -1}, &t_13, NULL, NULL, &t_14);  /* ct:%14 ct, step 4 */
-    cycles += op_gemm(&(MATMUL_PARAM){.fmt = Fmt_FP16, .dim = 3, .slice = {1, 10, 16}, .psum_init = 1, .psum_last = 1, .batch = 1, .m = 1, .k = 16, .n = 10, .trans_a = 0, .trans_b = 1}, (TSR *[]){&t_14, &t_15, &t_16}, 3, NULL, NULL, &t_17);  /* ne:%17 ne, step 5 */
-    cycles += op_softmax(&(NORM_PARAM){.fmt = Fmt_FP16, .dim = 2, .slice = {1, 10}, .psum_init = 1, .psum_last = 1, .axis = 1, .epsilon = 0.0f}, &t_17, &t_18_imm, NULL, &t_18);  /* ct:%18 ct, step 6 */
-    cycles += op_dma_store(&t_18, DDR_42, &gs_42);  /* st:%42 st, step 7 */
+    cycles += op_dma_load(&(DMA_PARAM){.op = 41, .at = {0}}, &t_41, DDR_41, &gs_41);  /* ld:%41 ld, step 0 */
+    cycles += op_dma_load_const(&(DMA_PARAM){.op = 15, .at = {0}}, &t_15, DDR_15, &gs_15);  /* ld:%15 ld, step 1 */
+    cycles += op_dma_load_const(&(DMA_PARAM){.op = 16, .at = {0}}, &t_16, DDR_16, &gs_16);  /* ld:%16 ld, step 2 */
+    cycles += op_global_avg_pool(&(POOL_PARAM){.op = 13, .at = {0}, .fmt = Fmt_FP16, .dim = 6, .slice = {1, 1, 1, 16, 4, 4}, .psum_init = 1, .psum_last = 1, .kernel = {4, 4}, .strides = {1, 1}, .pads = {0, 0, 0, 0}}, &t_41, &t_13_imm, NULL, &t_13);  /* ct:%13 ct, step 3 */
+    cycles += op_reshape(&(DATA_PARAM){.op = 14, .at = {0}, .fmt = Fmt_FP16, .dim = 2, .slice = {1, 16}, .psum_init = 1, .psum_last = 1, .axis = -1}, &t_13, NULL, NULL, &t_14);  /* ct:%14 ct, step 4 */
+    cycles += op_gemm(&(MATMUL_PARAM){.op = 17, .at = {0}, .fmt = Fmt_FP16, .dim = 3, .slice = {1, 10, 16}, .psum_init = 1, .psum_last = 1, .batch = 1, .m = 1, .k = 16, .n = 10, .trans_a = 0, .trans_b = 1}, (TSR *[]){&t_14, &t_15, &t_16}, 3, NULL, NULL, &t_17);  /* ne:%17 ne, step 5 */
+    cycles += op_softmax(&(NORM_PARAM){.op = 18, .at = {0}, .fmt = Fmt_FP16, .dim = 2, .slice = {1, 10}, .psum_init = 1, .psum_last = 1, .axis = 1, .epsilon = 0.0f}, &t_17, &t_18_imm, NULL, &t_18);  /* ct:%18 ct, step 6 */
+    cycles += op_dma_store(&(DMA_PARAM){.op = 42, .at = {0}}, &t_18, DDR_42, &gs_42);  /* st:%42 st, step 7 */
     return cycles;
 }
 
@@ -207,11 +207,17 @@ static uint64_t group_34(int32_t tile_id) {
     tsm_tile_window(&gs_43, (const int32_t[]){1, 10}, tile_id);
     G_SHAPE gs_44 = {.spatial_start = {0, 0}, .spatial_end = {0, 9}, .shape = {1, 10}, .dim = 2, .done = 0};
     tsm_tile_window(&gs_44, (const int32_t[]){1, 10}, tile_id);
-    cycles += op_dma_load(&t_43, DDR_43, &gs_43);  /* ld:%43 ld, step 0 */
-    cycles += op_channel_norm(&(CHANNEL_NORM_PARAM){.fmt = Fmt_FP16, .dim = 2, .slice = {1, 1}, .psum_init = 1, .psum_last = 1, .direction = 0}, &t_43, NULL, NULL, &t_29);  /* ct:%29 ct, step 1 */
-    cycles += op_dma_store(&t_29, DDR_44, &gs_44);  /* st:%44 st, step 2 */
+    cycles += op_dma_load(&(DMA_PARAM){.op = 43, .at = {0}}, &t_43, DDR_43, &gs_43);  /* ld:%43 ld, step 0 */
+    cycles += op_channel_norm(&(CHANNEL_NORM_PARAM){.op = 29, .at = {0}, .fmt = Fmt_FP16, .dim = 2, .slice = {1, 1}, .psum_init = 1, .psum_last = 1, .direction = 0}, &t_43, NULL, NULL, &t_29);  /* ct:%29 ct, step 1 */
+    cycles += op_dma_store(&(DMA_PARAM){.op = 44, .at = {0}}, &t_29, DDR_44, &gs_44);  /* st:%44 st, step 2 */
     return cycles;
 }
+
+/* the groups in order and whether a barrier follows each, for a host that runs
+ * them tile by tile (tx8lab.core.execute) */
+const tx8_group_fn tx8_groups[] = {group_33, group_30, group_31, group_32, group_34};
+const int32_t tx8_group_barrier[] = {1, 1, 1, 1, 1};
+const int32_t tx8_num_groups = 5;
 
 int main(void) {
     int32_t tile_id = tsm_tile_id();

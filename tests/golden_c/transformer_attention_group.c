@@ -54,27 +54,27 @@ static uint64_t group_71(int32_t tile_id) {
     tsm_tile_window(&gs_22, (const int32_t[]){0}, tile_id);
     G_SHAPE gs_89 = {.spatial_start = {0, 0, 0, 0}, .spatial_end = {0, 1, 63, 31}, .shape = {1, 2, 64, 32}, .dim = 4, .done = 0};
     tsm_tile_window(&gs_89, (const int32_t[]){1, 1, 16, 1}, tile_id);
-    cycles += op_dma_load_const(&t_22, DDR_22, &gs_22);  /* ld:%22 ld, step 0 */
+    cycles += op_dma_load_const(&(DMA_PARAM){.op = 22, .at = {0}}, &t_22, DDR_22, &gs_22);  /* ld:%22 ld, step 0 */
     for (int32_t i0 = 0; i0 < 4; ++i0) {  /* Repeat x4 STAGEOC2NH */
         t_88.addr = spm_88[n_88++ % 2];
-        cycles += op_dma_load(&t_88, DDR_88, &gs_88);  /* ld:%88 ld, steps 1..19 (4x) */
+        cycles += op_dma_load(&(DMA_PARAM){.op = 88, .at = {i0}}, &t_88, DDR_88, &gs_88);  /* ld:%88 ld, steps 1..19 (4x) */
         for (int32_t i1 = 0; i1 < 2; ++i1) {  /* Repeat x2 STAGEIC2IC */
             t_86.addr = spm_86[n_86++];
-            cycles += op_dma_load(&t_86, DDR_86, &gs_86);  /* ld:%86 ld, steps 2..22 (8x) */
+            cycles += op_dma_load(&(DMA_PARAM){.op = 86, .at = {i0, i1}}, &t_86, DDR_86, &gs_86);  /* ld:%86 ld, steps 2..22 (8x) */
             t_87.addr = spm_87[n_87++];
-            cycles += op_dma_load(&t_87, DDR_87, &gs_87);  /* ld:%87 ld, steps 3..23 (8x) */
+            cycles += op_dma_load(&(DMA_PARAM){.op = 87, .at = {i0, i1}}, &t_87, DDR_87, &gs_87);  /* ld:%87 ld, steps 3..23 (8x) */
             t_21.addr = spm_21[n_21++];
             if (i1 == 0) t_21_psum.addr = spm_21_psum[n_21_psum++ % 2];
-            cycles += op_matmul(&(MATMUL_PARAM){.fmt = Fmt_FP16, .dim = 5, .slice = {1, 1, 2, 64, 16}, .psum_init = (i1 == 0), .psum_last = (i1 == 1), .batch = 1, .m = 2, .k = 16, .n = 64, .trans_a = 0, .trans_b = 0}, &t_86, &t_87, NULL, &t_21_psum, &t_21);  /* ne:%21 ne, steps 4..24 (8x) */
+            cycles += op_matmul(&(MATMUL_PARAM){.op = 21, .at = {i0, i1}, .fmt = Fmt_FP16, .dim = 5, .slice = {1, 1, 2, 64, 16}, .psum_init = (i1 == 0), .psum_last = (i1 == 1), .batch = 1, .m = 2, .k = 16, .n = 64, .trans_a = 0, .trans_b = 0}, &t_86, &t_87, NULL, &t_21_psum, &t_21);  /* ne:%21 ne, steps 4..24 (8x) */
         }
         t_23.addr = spm_23[n_23++];
-        cycles += op_mul(&(ELTWISE_PARAM){.fmt = Fmt_FP16, .dim = 4, .slice = {1, 1, 2, 64}, .psum_init = 1, .psum_last = 1}, &t_21, &t_22, NULL, NULL, &t_23);  /* ct:%23 ct, steps 7..25 (4x) */
+        cycles += op_mul(&(ELTWISE_PARAM){.op = 23, .at = {i0}, .fmt = Fmt_FP16, .dim = 4, .slice = {1, 1, 2, 64}, .psum_init = 1, .psum_last = 1}, &t_21, &t_22, NULL, NULL, &t_23);  /* ct:%23 ct, steps 7..25 (4x) */
         t_24.addr = spm_24[n_24++];
         t_24_imm.addr = spm_24_imm[n_24_imm++];
-        cycles += op_softmax(&(NORM_PARAM){.fmt = Fmt_FP16, .dim = 4, .slice = {1, 1, 2, 64}, .psum_init = 1, .psum_last = 1, .axis = 3, .epsilon = 0.0f}, &t_23, &t_24_imm, NULL, &t_24);  /* ct:%24 ct, steps 8..26 (4x) */
+        cycles += op_softmax(&(NORM_PARAM){.op = 24, .at = {i0}, .fmt = Fmt_FP16, .dim = 4, .slice = {1, 1, 2, 64}, .psum_init = 1, .psum_last = 1, .axis = 3, .epsilon = 0.0f}, &t_23, &t_24_imm, NULL, &t_24);  /* ct:%24 ct, steps 8..26 (4x) */
         t_25.addr = spm_25[n_25++];
-        cycles += op_matmul(&(MATMUL_PARAM){.fmt = Fmt_FP16, .dim = 5, .slice = {1, 1, 2, 32, 64}, .psum_init = 1, .psum_last = 1, .batch = 1, .m = 2, .k = 64, .n = 32, .trans_a = 0, .trans_b = 0}, &t_24, &t_88, NULL, NULL, &t_25);  /* ne:%25 ne, steps 9..27 (4x) */
-        cycles += op_dma_store(&t_25, DDR_89, &gs_89);  /* st:%89 st, steps 10..28 (4x) */
+        cycles += op_matmul(&(MATMUL_PARAM){.op = 25, .at = {i0}, .fmt = Fmt_FP16, .dim = 5, .slice = {1, 1, 2, 32, 64}, .psum_init = 1, .psum_last = 1, .batch = 1, .m = 2, .k = 64, .n = 32, .trans_a = 0, .trans_b = 0}, &t_24, &t_88, NULL, NULL, &t_25);  /* ne:%25 ne, steps 9..27 (4x) */
+        cycles += op_dma_store(&(DMA_PARAM){.op = 89, .at = {i0}}, &t_25, DDR_89, &gs_89);  /* st:%89 st, steps 10..28 (4x) */
     }
     return cycles;
 }

@@ -37,20 +37,20 @@ static uint64_t group_68(int32_t tile_id) {
     tsm_tile_window(&gs_5, (const int32_t[]){1}, tile_id);
     G_SHAPE gs_81 = {.spatial_start = {0, 0, 0, 0}, .spatial_end = {0, 1, 63, 31}, .shape = {1, 2, 64, 32}, .dim = 4, .done = 0};
     tsm_tile_window(&gs_81, (const int32_t[]){1, 1, 16, 1}, tile_id);
-    cycles += op_dma_load_const(&t_5, DDR_5, &gs_5);  /* ld:%5 ld, step 0 */
+    cycles += op_dma_load_const(&(DMA_PARAM){.op = 5, .at = {0}}, &t_5, DDR_5, &gs_5);  /* ld:%5 ld, step 0 */
     for (int32_t i0 = 0; i0 < 4; ++i0) {  /* Repeat x4 STAGEIC2IC */
         t_80.addr = spm_80[n_80++];
-        cycles += op_dma_load(&t_80, DDR_80, &gs_80);  /* ld:%80 ld, steps 1..7 (4x) */
+        cycles += op_dma_load(&(DMA_PARAM){.op = 80, .at = {i0}}, &t_80, DDR_80, &gs_80);  /* ld:%80 ld, steps 1..7 (4x) */
         t_3.addr = spm_3[n_3++];
-        cycles += op_dma_load_const(&t_3, DDR_3, &gs_3);  /* ld:%3 ld, steps 2..8 (4x) */
-        cycles += op_matmul(&(MATMUL_PARAM){.fmt = Fmt_FP16, .dim = 4, .slice = {1, 4, 64, 16}, .psum_init = (i0 == 0), .psum_last = (i0 == 3), .batch = 1, .m = 4, .k = 16, .n = 64, .trans_a = 0, .trans_b = 0}, &t_80, &t_3, NULL, &t_4_psum, &t_4);  /* ne:%4 ne, steps 3..9 (4x) */
+        cycles += op_dma_load_const(&(DMA_PARAM){.op = 3, .at = {i0}}, &t_3, DDR_3, &gs_3);  /* ld:%3 ld, steps 2..8 (4x) */
+        cycles += op_matmul(&(MATMUL_PARAM){.op = 4, .at = {i0}, .fmt = Fmt_FP16, .dim = 4, .slice = {1, 4, 64, 16}, .psum_init = (i0 == 0), .psum_last = (i0 == 3), .batch = 1, .m = 4, .k = 16, .n = 64, .trans_a = 0, .trans_b = 0}, &t_80, &t_3, NULL, &t_4_psum, &t_4);  /* ne:%4 ne, steps 3..9 (4x) */
     }
-    cycles += op_channel_norm(&(CHANNEL_NORM_PARAM){.fmt = Fmt_FP16, .dim = 3, .slice = {1, 4, 64}, .psum_init = 1, .psum_last = 1, .direction = 0}, &t_4, NULL, NULL, &t_48);  /* ct:%48 ct, step 10 */
+    cycles += op_channel_norm(&(CHANNEL_NORM_PARAM){.op = 48, .at = {0}, .fmt = Fmt_FP16, .dim = 3, .slice = {1, 4, 64}, .psum_init = 1, .psum_last = 1, .direction = 0}, &t_4, NULL, NULL, &t_48);  /* ct:%48 ct, step 10 */
     t_6.addr = t_48.addr;
-    cycles += op_add(&(ELTWISE_PARAM){.fmt = Fmt_FP16, .dim = 3, .slice = {1, 4, 64}, .psum_init = 1, .psum_last = 1}, &t_48, &t_5, NULL, NULL, &t_6);  /* ct:%6 ct, step 11 */
-    cycles += op_reshape(&(DATA_PARAM){.fmt = Fmt_FP16, .dim = 4, .slice = {1, 4, 2, 32}, .psum_init = 1, .psum_last = 1, .axis = -1}, &t_6, NULL, NULL, &t_7);  /* ct:%7 ct, step 12 */
-    cycles += op_channel_norm(&(CHANNEL_NORM_PARAM){.fmt = Fmt_FP16, .dim = 4, .slice = {1, 4, 2, 32}, .psum_init = 1, .psum_last = 1, .direction = 1}, &t_7, NULL, NULL, &t_49);  /* ct:%49 ct, step 13 */
-    cycles += op_transpose(&(DATA_PARAM){.fmt = Fmt_FP16, .dim = 4, .slice = {1, 2, 4, 32}, .psum_init = 1, .psum_last = 1, .axis = -1}, &t_49, NULL, NULL, &t_8);  /* ct:%8 ct, step 14 */
-    cycles += op_dma_store(&t_8, DDR_81, &gs_81);  /* st:%81 st, step 15 */
+    cycles += op_add(&(ELTWISE_PARAM){.op = 6, .at = {0}, .fmt = Fmt_FP16, .dim = 3, .slice = {1, 4, 64}, .psum_init = 1, .psum_last = 1}, &t_48, &t_5, NULL, NULL, &t_6);  /* ct:%6 ct, step 11 */
+    cycles += op_reshape(&(DATA_PARAM){.op = 7, .at = {0}, .fmt = Fmt_FP16, .dim = 4, .slice = {1, 4, 2, 32}, .psum_init = 1, .psum_last = 1, .axis = -1}, &t_6, NULL, NULL, &t_7);  /* ct:%7 ct, step 12 */
+    cycles += op_channel_norm(&(CHANNEL_NORM_PARAM){.op = 49, .at = {0}, .fmt = Fmt_FP16, .dim = 4, .slice = {1, 4, 2, 32}, .psum_init = 1, .psum_last = 1, .direction = 1}, &t_7, NULL, NULL, &t_49);  /* ct:%49 ct, step 13 */
+    cycles += op_transpose(&(DATA_PARAM){.op = 8, .at = {0}, .fmt = Fmt_FP16, .dim = 4, .slice = {1, 2, 4, 32}, .psum_init = 1, .psum_last = 1, .axis = -1}, &t_49, NULL, NULL, &t_8);  /* ct:%8 ct, step 14 */
+    cycles += op_dma_store(&(DMA_PARAM){.op = 81, .at = {0}}, &t_8, DDR_81, &gs_81);  /* st:%81 st, step 15 */
     return cycles;
 }

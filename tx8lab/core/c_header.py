@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from tx8lab.core.codegen_c import (
     COMMON_FIELDS,
     FORMATS,
+    MAX_LOOP_DEPTH,
     MAX_SHAPE_DIM,
     OP_INSTR_TYPES,
     PARAM_STRUCTS,
@@ -41,6 +42,7 @@ def header_text() -> str:
         "#include <stdint.h>",
         "",
         f"#define MAX_SHAPE_DIM {MAX_SHAPE_DIM}",
+        f"#define MAX_LOOP_DEPTH {MAX_LOOP_DEPTH}",
         "",
         "typedef enum Data_Format {",
         *(f"    {f}," for f in FORMATS.values()),
@@ -87,9 +89,13 @@ def header_text() -> str:
         "",
         "/* DMA (RDMA loads DDR -> SPM, WDMA stores SPM -> DDR); each advances",
         " * tsr->shape->shape_start over the tile's window of g and sets g->done at its end */",
-        "uint64_t op_dma_load(TSR *dst, uint64_t ddr_addr, G_SHAPE *g);",
-        "uint64_t op_dma_load_const(TSR *dst, uint64_t ddr_addr, G_SHAPE *g);",
-        "uint64_t op_dma_store(TSR *src, uint64_t ddr_addr, G_SHAPE *g);",
+        "uint64_t op_dma_load(const DMA_PARAM *param, TSR *dst, uint64_t ddr_addr, G_SHAPE *g);",
+        "uint64_t op_dma_load_const(const DMA_PARAM *param, TSR *dst, uint64_t ddr_addr, "
+        "G_SHAPE *g);",
+        "uint64_t op_dma_store(const DMA_PARAM *param, TSR *src, uint64_t ddr_addr, G_SHAPE *g);",
+        "",
+        "/* the groups of main.c in order, for a host that runs them tile by tile */",
+        "typedef uint64_t (*tx8_group_fn)(int32_t tile_id);",
         "",
         "/* compute ops: one slice on one tile; the result is the cycles (TsmExecute) */",
     ]

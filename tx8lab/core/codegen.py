@@ -61,17 +61,15 @@ from tx8lab.core.grouping import is_compute
 from tx8lab.core.ir import TERMINATORS, Module, Op
 from tx8lab.core.ops import get_op_def
 from tx8lab.core.ops.registry import SliceShape
-from tx8lab.core.schedule.stages import StageSettings, run_group
+from tx8lab.core.program import group_schedule, strategy_of, value_names
 from tx8lab.core.schedule.sw_pipeline import Instance, expand
 from tx8lab.core.schedule.tasks import (
     Buffer,
     Node,
-    OpStrategy,
     Repeat,
     ScheduleInput,
     Strategy,
     Task,
-    Timeline,
 )
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
@@ -86,7 +84,7 @@ _INDENT = "    "
 _GROUP_ATTRS = ("multi_buffer", "retract", "cycles", "spm_peak_bytes", "dev_region")
 #: Op attributes that name data, not structure (the cache renames or ignores them).
 _DATA_ATTRS = frozenset({"const_id", "value", "ddr_addr"})
-_ID = re.compile(r"(?<=[%_])(\d+)(?![0-9])")
+_ID = re.compile(r"(?:(?<=[%_])|(?<=\.op = ))(\d+)(?![0-9])")
 
 
 @dataclass(frozen=True)
@@ -127,37 +125,6 @@ def _dims(shape: Sequence[int]) -> str:
     return "x".join(str(d) for d in shape) or "scalar"
 
 
-def strategy_of(group: Op) -> Strategy:
-    """The group's strategy as group-cost wrote it into the IR."""
-    if "multi_buffer" not in group.attrs or "spm_offsets" not in group.attrs:
-        raise Tx8labError(
-            f"codegen: group %{group.id} has no multi_buffer / spm_offsets attributes; run "
-            "group-cost (the default pipeline) before codegen"
-        )
-    ops = {}
-    for op in group.regions[0].ops:
-        if "tile_shard" in op.attrs:
-            ops[op.id] = OpStrategy(
-                tuple(op.attrs["tile_shard"]),
-                tuple(op.attrs["tile_split"]),
-                tuple(op.attrs.get("chip_cut", ())),
-            )
-    return Strategy(ops, int(group.attrs["multi_buffer"]))
-
-
-def group_schedule(group: Op, hw: ChipConfig) -> tuple[Strategy, ScheduleInput, Timeline]:
-    """Strategy, init pipeline and timeline of a scheduled group, from the IR alone.
-
-    The recorded group pipeline up to sw-pipeline; the SPM offsets come from the IR.
-    """
-    strategy = strategy_of(group)
-    settings = StageSettings(
-        multi_buffer=strategy.multi_buffer, retract=bool(group.attrs.get("retract", True))
-    )
-    run = run_group(group, strategy, hw, settings, until="sw-pipeline")
-    return strategy, run.input, run.timeline
-
-
 @dataclass
 class _Ctx:
     """What the emitter of one group needs while walking its nodes."""
@@ -173,24 +140,6 @@ class _Ctx:
     """Root/imm buffer id -> (address table, rotation modulus; 0 = index directly)."""
     lines: list[str] = field(default_factory=list)
     calls: int = 0
-
-
-def _value_names(group: Op, si: ScheduleInput) -> dict[tuple[int, int, bool], str]:
-    """Value key -> buffer id (Tuple results are their operands, as slicing reads them)."""
-    alias: dict[tuple[int, int, bool], tuple[int, int, bool]] = {}
-    names: dict[tuple[int, int, bool], str] = {}
-    for op in group.regions[0].ops:
-        if op.kind == "tx8be.Tuple":
-            for res, v in zip(op.results, op.operands, strict=True):
-                alias[res.key] = alias.get(v.key, v.key)
-        for r in op.results:
-            name = f"%{op.id}" if r.index == 0 else f"%{op.id}:{r.index}"
-            if name in si.buffers:
-                names[r.key] = name
-    for key, target in alias.items():
-        if target in names:
-            names[key] = names[target]
-    return names
 
 
 def _tables(
@@ -398,6 +347,8 @@ def _emit_task(ctx: _Ctx, task: Task, loops: Sequence[tuple[str, int]], depth: i
         psum_last=psum_last if psum in task.writes else "1",
         ddr=f"DDR_{op.id}",
         g_shape=f"&gs_{op.id}",
+        op=op.id,
+        at=tuple(var for var, _ in loops),
     )
     if (op.kind in _LOADS or op.kind == _STORE) and "ddr_addr" not in op.attrs:
         raise Tx8labError(
@@ -474,7 +425,7 @@ def group_c(group: Op, hw: ChipConfig) -> GroupC:
         strategy,
         si,
         slices,
-        _value_names(group, si),
+        value_names(group, si),
         steps,
         _tables(group, si, instances, strategy.multi_buffer),
     )
@@ -674,6 +625,17 @@ def main_c(module: Module, hw: ChipConfig, groups: Sequence[GroupC]) -> str:
     for g in groups:
         lines.append(g.text)
     lines += [
+        "/* the groups in order and whether a barrier follows each, for a host that runs",
+        " * them tile by tile (tx8lab.core.execute) */",
+        "const tx8_group_fn tx8_groups[] = {"
+        + ", ".join(g.function for g in groups or ())
+        + ("" if groups else "0")
+        + "};",
+        "const int32_t tx8_group_barrier[] = {"
+        + (", ".join("1" if g.need_barrier else "0" for g in groups) or "0")
+        + "};",
+        f"const int32_t tx8_num_groups = {len(groups)};",
+        "",
         "int main(void) {",
         f"{_INDENT}int32_t tile_id = tsm_tile_id();",
         f"{_INDENT}uint64_t cycles = 0;",

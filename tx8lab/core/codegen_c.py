@@ -23,7 +23,11 @@ Readings chosen where the seed is vague:
   the seed's ``BATCHNORM_INFER_PARAM``). Every one starts with the common fields: the data
   format, the iteration slice (the op library's ``temporalSliceShape`` iteration dims) and
   the psum flags ``psum_init`` (first step of the reduction loop: write, do not add) and
-  ``psum_last`` (last step: write the result out). Values may be C expressions of the
+  ``psum_last`` (last step: write the result out); before them ``op`` (the IR op id the
+  call computes) and ``at`` (the indices of the loops around the call, outermost first):
+  the op library turns the tile id and ``at`` into the slice's position, as the chip's
+  library reads ``L_SHAPE.shape_start``. DMA calls take a ``DMA_PARAM`` with the same
+  ``op`` and ``at``. Values may be C expressions of the
   loop indices (``i2 == 0``).
 - Function names are ``op_`` + the kind in snake case, with the seed's spellings
   (``op_batchnorm_inference``, ``op_matmul``).
@@ -41,6 +45,8 @@ from tx8lab.errors import Tx8labError
 
 #: Largest rank of an ``L_SHAPE`` / ``G_SHAPE`` / iteration slice.
 MAX_SHAPE_DIM = 8
+#: Loops around a call (the NH, OC and IC stages).
+MAX_LOOP_DEPTH = 3
 
 #: IR dtype -> the seed's ``Data_Format`` name.
 FORMATS: dict[str, str] = {
@@ -56,6 +62,8 @@ FORMATS: dict[str, str] = {
 
 #: Fields every parameter struct starts with.
 COMMON_FIELDS: tuple[str, ...] = (
+    "int32_t op",
+    "int32_t at[MAX_LOOP_DEPTH]",
     "Data_Format fmt",
     "int32_t dim",
     "int32_t slice[MAX_SHAPE_DIM]",
@@ -65,6 +73,7 @@ COMMON_FIELDS: tuple[str, ...] = (
 
 #: Parameter struct -> its family's own fields (after :data:`COMMON_FIELDS`).
 PARAM_STRUCTS: dict[str, tuple[str, ...]] = {
+    "DMA_PARAM": (),
     "ELTWISE_PARAM": (),
     "UNARY_PARAM": ("float alpha", "float beta"),
     "MATMUL_PARAM": (
@@ -188,6 +197,10 @@ class CCall:
     """C expression: this step starts the accumulation."""
     psum_last: str = "1"
     """C expression: this step ends it."""
+    op: int = 0
+    """The IR op id the call computes."""
+    at: tuple[str, ...] = ()
+    """Loop indices around the call (C expressions, outermost first)."""
     ddr: str = "0"
     """DMA ops: the DDR address (a macro of main.c, ``DDR_37``)."""
     g_shape: str = "NULL"
@@ -199,6 +212,23 @@ def _variadic(opdef: OpSignature) -> bool:
     return not isinstance(spec, int) and spec[0] != spec[1]
 
 
+def c_at(at: tuple[str, ...]) -> str:
+    """The ``at`` initializer: the loop indices, ``{0}`` outside loops.
+
+    Examples:
+        >>> c_at(()), c_at(("i0", "i1"))
+        ('{0}', '{i0, i1}')
+    """
+    if len(at) > MAX_LOOP_DEPTH:
+        raise Tx8labError(f"codegen: {len(at)} loops around a call exceed {MAX_LOOP_DEPTH}")
+    return "{" + (", ".join(at) if at else "0") + "}"
+
+
+def dma_param(call: CCall) -> str:
+    """``&(DMA_PARAM){.op = 35, .at = {i0}}``: a DMA call's op and loop indices."""
+    return f"&(DMA_PARAM){{.op = {call.op}, .at = {c_at(call.at)}}}"
+
+
 def compute_call(opdef: OpSignature, call: CCall, fields: Mapping[str, Any], dtype: str) -> str:
     """``op_<name>(&(PARAM){...}, ins, imm, psum, outs)`` for one slice (no ``;``)."""
     struct = opdef.c_param
@@ -208,6 +238,8 @@ def compute_call(opdef: OpSignature, call: CCall, fields: Mapping[str, Any], dty
             f"MAX_SHAPE_DIM = {MAX_SHAPE_DIM} of the C structs"
         )
     values: dict[str, Any] = {
+        "op": call.op,
+        "at": c_at(call.at),
         "fmt": c_format(dtype, opdef.kind),
         "dim": len(call.slice.iteration),
         "slice": tuple(call.slice.iteration),
@@ -253,14 +285,17 @@ def prototype(opdef: OpSignature) -> str:
 __all__ = [
     "COMMON_FIELDS",
     "FORMATS",
+    "MAX_LOOP_DEPTH",
     "MAX_SHAPE_DIM",
     "OP_INSTR_TYPES",
     "PARAM_STRUCTS",
     "CCall",
     "OpSignature",
+    "c_at",
     "c_format",
     "c_function",
     "c_value",
     "compute_call",
+    "dma_param",
     "prototype",
 ]

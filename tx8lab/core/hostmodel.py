@@ -135,14 +135,21 @@ class TraceEntry:
 
 
 def command_addrs(c: Command) -> tuple[int, ...]:
-    """The addresses of a command in trace order (see :class:`TraceEntry`)."""
-    spm = [a.addr for a in (*c.reads, *c.writes) if a.space == "spm"]
+    """The addresses of a command in trace order (see :class:`TraceEntry`).
+
+    A compute call: each operand's, each result's, imm, psum (an operand read in place
+    from DDR gives its DDR address). A DMA: the SPM address, then the DDR address.
+    """
+    if c.what != "compute":
+        spm = [a.addr for a in (*c.reads, *c.writes) if a.space == "spm"]
+        ddr = [a.addr for a in (*c.reads, *c.writes) if a.space == "ddr"]
+        return (*spm, *ddr)
+    out = [a.addr for a in (*c.reads, *c.writes)]
     if c.imm is not None:
-        spm.append(c.imm.addr)
+        out.append(c.imm.addr)
     if c.psum is not None:
-        spm.append(c.psum.addr)
-    ddr = [a.addr for a in (*c.reads, *c.writes) if a.space == "ddr"]
-    return (*spm, *ddr)
+        out.append(c.psum.addr)
+    return tuple(out)
 
 
 def expected_entry(c: Command) -> TraceEntry:

@@ -854,7 +854,7 @@ def build_program(module: Module, hw: ChipConfig) -> Program:
                 )
         if top.attrs.get("need_barrier"):
             barriers.append(top.id)
-            for tile in region_tiles(top, hw):
+            for tile in tiles:  # main() calls tsm_barrier() on every tile
                 tiles[tile].append(
                     Command(
                         tile, top.id, "barrier", "tsm_barrier", top.id, top.kind, "sync", "sync"

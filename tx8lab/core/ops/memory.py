@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tx8lab.core.attrs import AlignMode, Engine, RandomInit
-from tx8lab.core.codegen_c import CCall
+from tx8lab.core.codegen_c import CCall, dma_param
 from tx8lab.core.dtypes import from_numpy
 from tx8lab.core.ir import Op, TensorType
 from tx8lab.core.ops.registry import (
@@ -88,8 +88,8 @@ class LoadConst(Constant):
     c_param = "DMA"
 
     def codegen(self, op: Op, call: CCall) -> str:
-        """``op_dma_load_const(dst, ddr, g)``: the constant's slice DDR -> SPM (RDMA)."""
-        return f"op_dma_load_const({call.outs[0]}, {call.ddr}, {call.g_shape})"
+        """``op_dma_load_const(param, dst, ddr, g)``: the constant's slice DDR -> SPM (RDMA)."""
+        return f"op_dma_load_const({dma_param(call)}, {call.outs[0]}, {call.ddr}, {call.g_shape})"
 
     def op_attr(self, op: Op) -> OpAttr:
         return OpAttr(
@@ -107,8 +107,8 @@ class LoadVar(OpDef):
     c_param = "DMA"
 
     def codegen(self, op: Op, call: CCall) -> str:
-        """``op_dma_load(dst, ddr, g)``: the variable's slice DDR -> SPM (RDMA)."""
-        return f"op_dma_load({call.outs[0]}, {call.ddr}, {call.g_shape})"
+        """``op_dma_load(param, dst, ddr, g)``: the variable's slice DDR -> SPM (RDMA)."""
+        return f"op_dma_load({dma_param(call)}, {call.outs[0]}, {call.ddr}, {call.g_shape})"
 
     def op_attr(self, op: Op) -> OpAttr:
         return OpAttr(
@@ -129,8 +129,8 @@ class StoreVar(OpDef):
     c_param = "DMA"
 
     def codegen(self, op: Op, call: CCall) -> str:
-        """``op_dma_store(src, ddr, g)``: the slice SPM -> DDR (WDMA)."""
-        return f"op_dma_store({call.ins[0]}, {call.ddr}, {call.g_shape})"
+        """``op_dma_store(param, src, ddr, g)``: the slice SPM -> DDR (WDMA)."""
+        return f"op_dma_store({dma_param(call)}, {call.ins[0]}, {call.ddr}, {call.g_shape})"
 
     def op_attr(self, op: Op) -> OpAttr:
         return OpAttr(

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #define MAX_SHAPE_DIM 8
+#define MAX_LOOP_DEPTH 3
 
 typedef enum Data_Format {
     Fmt_FP16,
@@ -59,7 +60,19 @@ typedef struct TSR {
     L_SHAPE *shape;
 } TSR;
 
+typedef struct DMA_PARAM {
+    int32_t op;
+    int32_t at[MAX_LOOP_DEPTH];
+    Data_Format fmt;
+    int32_t dim;
+    int32_t slice[MAX_SHAPE_DIM];
+    int32_t psum_init;
+    int32_t psum_last;
+} DMA_PARAM;
+
 typedef struct ELTWISE_PARAM {
+    int32_t op;
+    int32_t at[MAX_LOOP_DEPTH];
     Data_Format fmt;
     int32_t dim;
     int32_t slice[MAX_SHAPE_DIM];
@@ -68,6 +81,8 @@ typedef struct ELTWISE_PARAM {
 } ELTWISE_PARAM;
 
 typedef struct UNARY_PARAM {
+    int32_t op;
+    int32_t at[MAX_LOOP_DEPTH];
     Data_Format fmt;
     int32_t dim;
     int32_t slice[MAX_SHAPE_DIM];
@@ -78,6 +93,8 @@ typedef struct UNARY_PARAM {
 } UNARY_PARAM;
 
 typedef struct MATMUL_PARAM {
+    int32_t op;
+    int32_t at[MAX_LOOP_DEPTH];
     Data_Format fmt;
     int32_t dim;
     int32_t slice[MAX_SHAPE_DIM];
@@ -92,6 +109,8 @@ typedef struct MATMUL_PARAM {
 } MATMUL_PARAM;
 
 typedef struct CONV2D_PARAM {
+    int32_t op;
+    int32_t at[MAX_LOOP_DEPTH];
     Data_Format fmt;
     int32_t dim;
     int32_t slice[MAX_SHAPE_DIM];
@@ -105,6 +124,8 @@ typedef struct CONV2D_PARAM {
 } CONV2D_PARAM;
 
 typedef struct POOL_PARAM {
+    int32_t op;
+    int32_t at[MAX_LOOP_DEPTH];
     Data_Format fmt;
     int32_t dim;
     int32_t slice[MAX_SHAPE_DIM];
@@ -116,6 +137,8 @@ typedef struct POOL_PARAM {
 } POOL_PARAM;
 
 typedef struct REDUCE_PARAM {
+    int32_t op;
+    int32_t at[MAX_LOOP_DEPTH];
     Data_Format fmt;
     int32_t dim;
     int32_t slice[MAX_SHAPE_DIM];
@@ -127,6 +150,8 @@ typedef struct REDUCE_PARAM {
 } REDUCE_PARAM;
 
 typedef struct NORM_PARAM {
+    int32_t op;
+    int32_t at[MAX_LOOP_DEPTH];
     Data_Format fmt;
     int32_t dim;
     int32_t slice[MAX_SHAPE_DIM];
@@ -137,6 +162,8 @@ typedef struct NORM_PARAM {
 } NORM_PARAM;
 
 typedef struct BATCHNORM_INFER_PARAM {
+    int32_t op;
+    int32_t at[MAX_LOOP_DEPTH];
     Data_Format fmt;
     int32_t dim;
     int32_t slice[MAX_SHAPE_DIM];
@@ -146,6 +173,8 @@ typedef struct BATCHNORM_INFER_PARAM {
 } BATCHNORM_INFER_PARAM;
 
 typedef struct DATA_PARAM {
+    int32_t op;
+    int32_t at[MAX_LOOP_DEPTH];
     Data_Format fmt;
     int32_t dim;
     int32_t slice[MAX_SHAPE_DIM];
@@ -155,6 +184,8 @@ typedef struct DATA_PARAM {
 } DATA_PARAM;
 
 typedef struct CHANNEL_NORM_PARAM {
+    int32_t op;
+    int32_t at[MAX_LOOP_DEPTH];
     Data_Format fmt;
     int32_t dim;
     int32_t slice[MAX_SHAPE_DIM];
@@ -171,9 +202,12 @@ uint64_t tsm_barrier(void);
 
 /* DMA (RDMA loads DDR -> SPM, WDMA stores SPM -> DDR); each advances
  * tsr->shape->shape_start over the tile's window of g and sets g->done at its end */
-uint64_t op_dma_load(TSR *dst, uint64_t ddr_addr, G_SHAPE *g);
-uint64_t op_dma_load_const(TSR *dst, uint64_t ddr_addr, G_SHAPE *g);
-uint64_t op_dma_store(TSR *src, uint64_t ddr_addr, G_SHAPE *g);
+uint64_t op_dma_load(const DMA_PARAM *param, TSR *dst, uint64_t ddr_addr, G_SHAPE *g);
+uint64_t op_dma_load_const(const DMA_PARAM *param, TSR *dst, uint64_t ddr_addr, G_SHAPE *g);
+uint64_t op_dma_store(const DMA_PARAM *param, TSR *src, uint64_t ddr_addr, G_SHAPE *g);
+
+/* the groups of main.c in order, for a host that runs them tile by tile */
+typedef uint64_t (*tx8_group_fn)(int32_t tile_id);
 
 /* compute ops: one slice on one tile; the result is the cycles (TsmExecute) */
 uint64_t op_abs(const UNARY_PARAM *param, TSR *in0, TSR *imm, TSR *psum, TSR *out);
