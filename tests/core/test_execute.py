@@ -1,0 +1,225 @@
+"""The emitted program executes: main.c on the host model equals the interpreter and the Program.
+
+Oracles: the interpreter (``interpret``, the op library's whole-op reference), the Program's
+own command streams (the trace must equal them), and hand-made corruptions that must be
+caught (a wrong SPM offset, a wrong address in the C, a row read one off).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tx8lab.core import zoo
+from tx8lab.core.builder import Builder
+from tx8lab.core.codegen import groups_c, main_c
+from tx8lab.core.execute import compare_outputs, execute_module, tolerance
+from tx8lab.core.ir import Module, Op
+from tx8lab.core.passes import build_pipeline
+from tx8lab.core.program import build_program
+from tx8lab.core.runner import run_pipeline
+from tx8lab.errors import ProgramError
+from tx8lab.hw.presets import resolve_hw
+
+HW = resolve_hw([])
+#: A small SPM: the tiny CNN then splits in time, accumulates partial sums, multi-buffers.
+SMALL = resolve_hw(["tile.spm_bytes=72Ki"])
+
+
+def scheduled(module: Module, hw: Any = HW) -> Module:
+    steps = list(run_pipeline(module, build_pipeline(None, {}), hw))
+    return steps[-1].result.module
+
+
+ZOO_SMALL = {
+    "tiny_cnn": {},
+    "tiny_transformer_block": {},
+    "batchnorm_demo": {},
+    "layout_align_demo": {},
+    "resnet50": {"size": 32},
+    "mobilenet_v2": {"size": 32},
+    "vit_tiny": {"size": 32, "layers": 1, "hidden": 32, "heads": 2, "mlp": 64, "classes": 10},
+    "llama_decoder": {"hidden": 64, "heads": 2, "ffn": 128, "vocab": 100, "seq": 8},
+}
+
+
+@pytest.mark.parametrize("name", sorted(ZOO_SMALL))
+def test_zoo_model_main_c_equals_interpreter(name: str) -> None:
+    module = scheduled(zoo.build(name, **ZOO_SMALL[name]))
+    ex = execute_module(module, HW)
+    assert ex.ok, ex.summary()
+    # no partial sums at these sizes: every output is bit-exact
+    assert all(d.exact for d in ex.diffs), ex.summary()
+    program = ex.program
+    assert len(ex.trace) == program.num_commands
+
+
+def test_bert_gather_table_is_refused_with_a_clear_error() -> None:
+    # the scheduler loads only the rows its indices select (rdmaGather); a static box cannot
+    # say which: the program is refused naming the op and the buffer (issue 18 note)
+    module = scheduled(
+        zoo.build("bert_base", seq=16, layers=1, hidden=64, heads=2, ffn=128, vocab=100)
+    )
+    with pytest.raises(ProgramError, match=r"LoadConst .* buffer %\d+: holds box \[0:100"):
+        execute_module(module, HW, via="program")
+
+
+def _counts(module: Module, hw: Any) -> dict[str, int]:
+    p = build_program(module, hw)
+    cs = [c for cs in p.tiles.values() for c in cs]
+    return {
+        "psum": sum(c.psum is not None for c in cs),
+        "loops": sum(bool(c.iteration) for c in cs),
+        "imm": sum(c.imm is not None for c in cs),
+        "in_place": sum(
+            1
+            for c in cs
+            if c.what == "compute"
+            and any(w.lifetime == r.lifetime and w.value != r.value for w in c.writes for r in c.reads)
+        ),
+        "rotating": len({(c.tile, a.lifetime) for c in cs for a in c.writes if "@" in a.lifetime}),
+    }
+
+
+def test_split_psum_multibuffer_in_place_execute_exactly() -> None:
+    module = scheduled(zoo.tiny_cnn(size=32, channels=32), SMALL)
+    counts = _counts(module, SMALL)
+    assert all(v > 0 for v in counts.values()), counts
+    ex = execute_module(module, SMALL)
+    assert ex.ok and all(d.exact for d in ex.diffs), ex.summary()
+
+
+def test_reordered_partial_sums_stay_within_the_tolerance() -> None:
+    hw = resolve_hw(["tile.spm_bytes=128Ki"])
+    module = scheduled(zoo.resnet50(size=32), hw)
+    ex = execute_module(module, hw, via="program")
+    assert _counts(module, hw)["psum"] > 0
+    assert ex.ok, ex.summary()
+
+
+def test_tolerance_catches_a_row_read_one_off() -> None:
+    rng = np.random.default_rng(3)
+    want = rng.standard_normal((4, 64)).astype(np.float16)
+    got = want.copy()
+    got[2] = want[1]  # the row next door: what a one-row-off address reads
+    diff = compare_outputs([got], [want], ["f16"], reordered=True)[0]
+    assert not diff.ok and diff.max_abs > 10 * diff.tolerance
+    # one ulp at the largest magnitude is inside the bound
+    scale = float(np.abs(want.astype(np.float64)).max())
+    assert tolerance("f16", want, True) == pytest.approx(4 * 2.0**-10 * max(1.0, scale))
+    assert tolerance("i32", want, True) == 0.0
+    assert tolerance("f16", want, False) == 0.0
+
+
+def _replace_group(module: Module, group_id: int, new: Op) -> Module:
+    main = module.main
+    ops = tuple(new if op.id == group_id else op for op in main.body.ops)
+    body = dataclasses.replace(main.body, ops=ops)
+    fn = dataclasses.replace(main, body=body)
+    functions = tuple(fn if f is main else f for f in module.functions)
+    return dataclasses.replace(module, functions=functions)
+
+
+def _corrupted(module: Module) -> tuple[Module, int]:
+    """Move one lifetime onto another that is live at the same time."""
+    for group in module.main.ops:
+        if group.kind != "tx8be.Group":
+            continue
+        rows = [tuple(r) for r in group.attrs["spm_offsets"]]
+        if len(rows) < 3:
+            continue
+        first, second = rows[0], rows[1]  # the first two loads are both live at the conv
+        bad = [(second[0], first[1], second[2]) if r == second else r for r in rows]
+        return _replace_group(module, group.id, group.with_attrs(spm_offsets=bad)), group.id
+    raise AssertionError("no group with three lifetimes")
+
+
+@pytest.mark.parametrize("via", ["program", "c"])
+def test_corrupted_offset_is_caught(via: str) -> None:
+    module, gid = _corrupted(scheduled(zoo.tiny_cnn()))
+    with pytest.raises(ProgramError, match=rf"group %{gid} .*over live") as err:
+        execute_module(module, HW, via=via)
+    assert err.value.group == gid and err.value.buffer and err.value.step >= 0
+
+
+def test_wrong_address_in_main_c_breaks_the_trace() -> None:
+    module = scheduled(zoo.tiny_cnn())
+    text = main_c(module, HW, groups_c(module, HW))
+    needle = "TSR t_37 = {Fmt_FP16, 0x000000"
+    assert needle in text
+    bad = text.replace(needle, "TSR t_37 = {Fmt_FP16, 0x000040", 1)
+    with pytest.raises(ProgramError, match=r"(?s)trace differs from the Program .*op_dma_load op %37"):
+        execute_module(module, HW, main_c=bad)
+
+
+def test_missing_compiler_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tx8lab.core.execute as ex
+
+    monkeypatch.setenv("CC", "no-such-cc")
+    monkeypatch.setattr(ex.shutil, "which", lambda name: None)
+    with pytest.raises(ex.Tx8labError, match="needs a C compiler"):
+        ex.c_compiler()
+
+
+# ---------------------------------------------------------------- random modules
+
+UNARY = ("Relu", "Neg", "Abs", "Sigmoid", "Tanh", "Silu", "Exp")
+BINARY = ("Add", "Sub", "Mul", "Max", "Min")
+
+
+@st.composite
+def chains(draw: Any) -> Module:
+    """A chain over ``[B, M, K]`` f16/f32 tensors: pointwise ops, matmuls, a softmax."""
+    dtype = draw(st.sampled_from(("f16", "f32", "bf16")))
+    b = draw(st.integers(1, 3))
+    m = draw(st.integers(1, 48))
+    k = draw(st.sampled_from((8, 16, 32, 64, 96)))
+    builder = Builder()
+    x = builder.input((b, m, k), dtype)
+    y = builder.input((b, m, k), dtype)
+    value = x
+    width = k
+    for _ in range(draw(st.integers(1, 5))):
+        what = draw(st.sampled_from(("unary", "binary", "matmul", "softmax")))
+        if what == "unary":
+            value = builder.op(draw(st.sampled_from(UNARY)), value)
+        elif what == "binary" and width == k:
+            value = builder.op(draw(st.sampled_from(BINARY)), value, y)
+        elif what == "matmul":
+            n = draw(st.sampled_from((8, 16, 32, 64)))
+            w = builder.weight((width, n), dtype)
+            value = builder.op("MatMul", value, w)
+            width = n
+        elif what == "softmax":
+            value = builder.op("Softmax", value, axis=-1)
+    builder.output(value)
+    return builder.finish()
+
+
+RANDOM_HW = resolve_hw(["tile.spm_bytes=68Ki"])
+
+
+@settings(
+    max_examples=200,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(chains(), st.integers(0, 2**16))
+def test_random_modules_execute_like_the_interpreter(module: Module, seed: int) -> None:
+    done = scheduled(module, RANDOM_HW)
+    ex = execute_module(done, RANDOM_HW, seed=seed, via="program")
+    assert ex.ok, ex.summary()
+
+
+@settings(max_examples=8, deadline=None, derandomize=True)
+@given(chains())
+def test_random_modules_main_c_executes(module: Module) -> None:
+    done = scheduled(module, RANDOM_HW)
+    ex = execute_module(done, RANDOM_HW)
+    assert ex.ok, ex.summary()
