@@ -684,3 +684,28 @@ def test_an_overwritten_value_computed_outside_the_loop_is_an_error(
         schedule_input(g, st, TX81)
     # both in the loop: the MatMul recomputes it before every Relu
     schedule_input(g, mm_strategy(g, (4, 1, 1)), TX81)
+
+
+def test_loop_fission_between_the_reload_and_the_op_moves_the_reload() -> None:
+    """An op taking a dim whole between them closes the first loop: var follows the BN."""
+    b = Builder()
+    y = b.input((4, 8, 8, 64), "f16")
+    x = b.input((4, 8, 8, 64), "f16")
+    params = [b.weight((1, 1, 1, 64), "f32") for _ in range(4)]
+    whole = b.op("Relu", b.op("Relu", y))  # the second Relu takes N whole
+    b.output(whole, b.op("BatchNorm_Inference", x, *params))
+    g = grouped(b.finish())
+    relu1, relu2 = body_id(g, "Relu", 0), body_id(g, "Relu", 1)
+    bn = body_id(g, "BatchNorm_Inference")
+    *_, var = _bn_inputs(g)
+    split = OpStrategy((1, 1, 1, 16), (2, 1, 1, 1))
+    st = Strategy({relu1: split, relu2: OpStrategy((1, 1, 1, 16), (1, 1, 1, 1)), bn: split})
+    si = schedule_input(g, st, TX81)
+    top = shape_of(si.nodes)
+    loops = [n for n in top if isinstance(n, tuple)]
+    assert len(loops) == 2  # fission around the second Relu
+    first, second = (body for _, _, body in loops)
+    assert f"ct:%{relu1}" in first
+    assert f"ct:%{relu2}" in top
+    assert second.index(f"ld:%{var}") + 1 == second.index(f"ct:%{bn}")
+    assert f"ld:%{var}" not in first

@@ -38,9 +38,10 @@ Readings chosen where the seed is vague:
 - **Inputs a kernel overwrites** (the op library's ``clobbered_operands``; seed 001's
   BatchNorm overwrites its variance in steps 4-5, which is why its ``main.c`` loads the
   variance inside the ``while`` loop) are never hoisted: the load of such a value sits in
-  the innermost loop of the op that overwrites it and, when that op loops, moves to just
-  before the value's first reader, so it is reloaded every time the op runs. The seed's
-  loads of scale, shift and mean stay hoisted: the kernel only reads them. The op's task
+  the innermost loop of the op that overwrites it, at its place in the body, so it is
+  reloaded every time the op runs; when loop fission (below) would leave it in another
+  Repeat than the op, it moves to just before the value's first reader. The seed's loads
+  of scale, shift and mean stay hoisted: the kernel only reads them. The op's task
   lists the overwritten buffer among its writes too (in place, the version it read), so
   the software pipeline keeps the next load of that buffer after it.
 - **Readers of an overwritten value.** It may be read before the op that overwrites it,
@@ -479,7 +480,7 @@ def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
                 )
             )
     _check_clobbers(body, items)
-    return _reload_before_first_reader(body, items)
+    return items
 
 
 def _check_clobbers(body: _Body, items: list[_Item]) -> None:
@@ -516,16 +517,13 @@ def _check_clobbers(body: _Body, items: list[_Item]) -> None:
 
 
 def _reload_before_first_reader(body: _Body, items: list[_Item]) -> list[_Item]:
-    """Items with the load of each value a looping op overwrites just before its first reader.
+    """Items with the load of each overwritten value moved to just before its first reader.
 
-    Together with the load's placement (the overwriting op's loops) this keeps the load in
-    the loop body of the op, whatever the body's order put between them. A value whose
-    overwriting op runs once keeps its load where it was (nothing reads it again).
+    With the load's placement (the overwriting op's loops) this keeps it in the op's loop
+    body whatever the body's order puts between them.
     """
     out = list(items)
-    for key, ((clob, _), *_) in body.clobbers.items():
-        if not next(it for it in out if it.op.id == clob.id).varies:
-            continue
+    for key in body.clobbers:
         load = next((it for it in out if it.engine == "ld" and key in it.writes), None)
         if load is None:
             continue
@@ -535,28 +533,39 @@ def _reload_before_first_reader(body: _Body, items: list[_Item]) -> list[_Item]:
     return out
 
 
-def _check_clobber_loops(body: _Body, items: list[_Item]) -> None:
-    """Raise when an overwritten value's producer or an earlier reader left the op's loops.
+def _clobber_conflict(body: _Body, items: list[_Item]) -> tuple[ValueKey, _Item, _Item] | None:
+    """The first overwritten value whose producer or earlier reader left the op's loops.
 
     Each of them must sit in every Repeat around the op that overwrites the value (deeper
-    is fine), so it runs again in each iteration before the op does.
+    is fine), so it runs again in each iteration before the op does. Returns (value, the
+    overwriting op's item, the other item), None when every value is fine.
     """
-    for key, ((clob, j), *_) in body.clobbers.items():
+    for key, ((clob, _), *_) in body.clobbers.items():
         at = next(it for it in items if it.op.id == clob.id)
-        others = [it for it in items if key in it.writes or (key in it.reads and it is not at)]
-        for other in others:
-            if other.path[: len(at.path)] == at.path:
-                continue
-            loops = " > ".join(f"{LOOP_STAGE[lp]} x{t}" for lp, t in at.loops)
-            role = "computes" if key in other.writes else "reads"
-            raise Tx8labError(
-                f"group %{body.group.id}: {_label(clob)} overwrites its operand {j} "
-                f"({_value_text(body, key)}) every time it runs ({loops}), but "
-                f"{_label(other.op)}, which {role} that value, runs outside that loop: "
-                f"the op's next run would read the overwritten bytes; split "
-                f"{_label(other.op)} like {_label(clob)} (same loops) or make the value a "
-                "load of its own"
-            )
+        for other in items:
+            touches = key in other.writes or (key in other.reads and other is not at)
+            if touches and other.path[: len(at.path)] != at.path:
+                return key, at, other
+    return None
+
+
+def _check_clobber_loops(body: _Body, items: list[_Item]) -> None:
+    """Raise naming both ops when :func:`_clobber_conflict` finds one."""
+    conflict = _clobber_conflict(body, items)
+    if conflict is None:
+        return
+    key, at, other = conflict
+    j = next(j for op, j in body.clobbers[key] if op.id == at.op.id)
+    loops = " > ".join(f"{LOOP_STAGE[lp]} x{t}" for lp, t in at.loops)
+    role = "reads" if key not in other.writes else "loads" if other.engine == "ld" else "computes"
+    raise Tx8labError(
+        f"group %{body.group.id}: {_label(at.op)} overwrites its operand {j} "
+        f"({_value_text(body, key)}) every time it runs ({loops}), but "
+        f"{_label(other.op)}, which {role} that value, runs outside that loop: "
+        f"the op's next run would read the overwritten bytes; split "
+        f"{_label(other.op)} like {_label(at.op)} (same loops) or make the value a "
+        "load of its own"
+    )
 
 
 def _value_text(body: _Body, key: ValueKey) -> str:
@@ -742,6 +751,10 @@ def _build(
     notes: list[str] = []
     items = _items(body, plan, notes)
     nested = _nest(items, plan.loop_counts, 0, (), (), [0])
+    if _clobber_conflict(body, items) is not None:
+        # loop fission left a reload in another Repeat than the op overwriting the value
+        items = _reload_before_first_reader(body, items)
+        nested = _nest(items, plan.loop_counts, 0, (), (), [0])
     _check_clobber_loops(body, items)
     buffers, names, _ = _buffers(body, plan, items, hw)
     tiles = plan.tiles
