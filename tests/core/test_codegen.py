@@ -271,6 +271,53 @@ def test_loops_follow_the_repeat_nodes_and_psum_restarts() -> None:
     assert call is not None
 
 
+def loop_lines(text: str) -> tuple[list[str], int, int]:
+    """The C's lines and the indices of its (one) ``for`` line and of the brace closing it."""
+    lines = text.splitlines()
+    (start,) = [i for i, line in enumerate(lines) if line.lstrip().startswith("for (")]
+    indent = lines[start][: len(lines[start]) - len(lines[start].lstrip())]
+    end = next(i for i in range(start + 1, len(lines)) if lines[i] == indent + "}")
+    return lines, start, end
+
+
+def line_of(lines: list[str], needle: str) -> int:
+    (index,) = [i for i, line in enumerate(lines) if needle in line]
+    return index
+
+
+def big_batchnorm_c() -> tuple[Op, str]:
+    """The issue's group: BatchNorm 8x112x112x64 f16, split in time by the pinned default."""
+    step = _pinned("batchnorm_demo", batch=8, height=112, width=112, channels=64, dtype="f16")[-1]
+    (group,) = [
+        g
+        for g in _groups(step.after)
+        if any(op.kind == "tx8be.BatchNorm_Inference" for op in g.regions[0].ops)
+    ]
+    return group, step.result.artifacts["c"][group.id]
+
+
+def test_batchnorm_split_in_time_loads_the_variance_inside_the_loop() -> None:
+    """Seed 001 main.c: the variance is loaded again in every iteration (steps 4-5 overwrite it)."""
+    group, text = big_batchnorm_c()
+    (bn,) = [op for op in group.regions[0].ops if op.kind == "tx8be.BatchNorm_Inference"]
+    x, scale, offset, mean, var = (v.owner for v in bn.operands)
+    lines, start, end = loop_lines(text)
+    assert "STAGEOC2NH" in lines[start]  # split on N, H or W (BN's C is never split)
+
+    def load(op_id: int) -> int:
+        return line_of(lines, f"(&t_{op_id}, DDR_{op_id}, &gs_{op_id});")
+
+    call = line_of(lines, "op_batchnorm_inference(")
+    # scale, offset and mean once before the loop; the slice and the variance in it
+    assert max(load(scale), load(offset), load(mean)) < start
+    assert start < load(x) < load(var) < call < end
+    assert f"%{bn.id} (BatchNorm_Inference) overwrites it" in lines[load(var)]
+    assert "overwrites" not in lines[load(x)]
+    # the op reads the variance from the address this iteration's load wrote
+    assert lines[load(var) - 1].strip().startswith(f"t_{var}.addr = spm_{var}[")
+    assert f"&t_{mean}, &t_{var}, &t_{bn.id}_imm" in lines[call]
+
+
 def test_multi_buffer_rotation_and_per_generation_tables() -> None:
     assert _rotation([0, 64, 0, 64, 0, 64], 2) == ([0, 64], 2)
     assert _rotation([8, 8, 8], 2) == ([8], 1)

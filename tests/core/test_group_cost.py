@@ -79,8 +79,12 @@ def test_knobs_change_the_schedule() -> None:
     assert total["double"] <= total["single"]
     # the seed's first fit fragments: on one batch-8 group of the default strategy it needs
     # more than the SPM, where the best allocator fits; the error lists the live buffers
+    # (BatchNorm folded into the convs: with BatchNorm, the variance reloaded in each
+    # iteration reshapes the timeline of those groups and first fit happens to fit)
+    folded = _grouped("resnet50", batch=8, batchnorm=False)
+    _cost(folded, "group-cost.search=default")
     with pytest.raises(Tx8labError, match=r"does not fit in 3080192 bytes.*buffers are live"):
-        _cost(module, "group-cost.alloc=seed", "group-cost.search=default")
+        _cost(folded, "group-cost.alloc=seed", "group-cost.search=default")
 
 
 def test_seed_allocator_never_beats_best() -> None:

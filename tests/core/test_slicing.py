@@ -492,3 +492,220 @@ def test_llama_groups_loop_when_weights_do_not_fit() -> None:
             busy = engine_busy_cycles(si)
             assert busy["ld"] >= max(busy.values()) // 2
     assert looping >= 3
+
+
+# ---------------------------------------------------------------- inputs a kernel overwrites
+
+
+def _bn_inputs(group: Op) -> list[int]:
+    """Op ids of the loads feeding the group's BatchNorm_Inference: x, scale, offset, mean, var."""
+    bn = next(op for op in group.regions[0].ops if op.kind == "tx8be.BatchNorm_Inference")
+    return [v.owner for v in bn.operands]
+
+
+@functools.cache
+def big_batchnorm() -> Op:
+    """The issue's case: 8x112x112x64 f16, 1x1x1x64 f32 parameters."""
+    return grouped(zoo.batchnorm_demo(batch=8, height=112, width=112, channels=64, dtype="f16"))
+
+
+def test_the_variance_is_reloaded_inside_the_loop_of_the_batchnorm() -> None:
+    """Seed 001: steps 4-5 overwrite var, so main.c loads it inside its while loop."""
+    g = big_batchnorm()
+    bn = body_id(g, "BatchNorm_Inference")
+    x, scale, offset, mean, var = _bn_inputs(g)
+    st = f"st:%{body_id(g, 'StoreVar')}"
+    si = schedule_input(g, Strategy({bn: OpStrategy((1, 1, 1, 16), (2, 1, 1, 1))}), TX81)
+    # scale, offset and mean are only read: loaded once before the loop; var every iteration,
+    # after the slice of x and just before the op
+    assert shape_of(si.nodes) == [
+        f"ld:%{scale}",
+        f"ld:%{offset}",
+        f"ld:%{mean}",
+        (STAGE_NH, 2, [f"ld:%{x}", f"ld:%{var}", f"ct:%{bn}", st]),
+    ]
+    tasks = {t.id: t for t in flat(si.nodes)}
+    assert tasks[f"ld:%{var}"].stage == STAGE_NH
+    assert tasks[f"ld:%{mean}"].stage == ""
+    # the op writes the variance buffer in place (it reads it too)
+    assert f"%{var}" in tasks[f"ct:%{bn}"].reads
+    assert f"%{var}" in tasks[f"ct:%{bn}"].writes
+    assert f"%{mean}" not in tasks[f"ct:%{bn}"].writes
+    # ... which the software pipeline reads as the same version, not a third one
+    from tx8lab.core.schedule.sw_pipeline import expand
+
+    versions = {
+        (u.root, u.generation) for inst in expand(si) for u in inst.writes if u.buffer == f"%{var}"
+    }
+    assert versions == {(f"%{var}", 0), (f"%{var}", 1)}
+
+
+def test_without_a_loop_the_variance_load_stays_where_it_was() -> None:
+    g = big_batchnorm()
+    bn = body_id(g, "BatchNorm_Inference")
+    si = schedule_input(g, Strategy({bn: OpStrategy((1, 1, 1, 16), (1, 1, 1, 1))}), TX81)
+    order = [t.id for t in flat(si.nodes)]
+    loads = [op.id for op in g.regions[0].ops if op.kind in ("tx8be.LoadConst", "tx8be.LoadVar")]
+    assert order[: len(loads)] == [f"ld:%{i}" for i in loads]  # the body's order
+
+
+def test_a_load_only_read_keeps_being_hoisted_next_to_an_overwritten_one() -> None:
+    """BN then Mul by a 1x1x1xC weight: the weight and BN's scale/offset/mean stay hoisted."""
+    b = Builder()
+    x = b.input((8, 56, 56, 64), "f16")
+    p = [b.weight((1, 1, 1, 64), "f32") for _ in range(4)]
+    w = b.weight((1, 1, 1, 64), "f16")
+    b.output(b.op("Mul", b.op("BatchNorm_Inference", x, *p), w))
+    g = grouped(b.finish())
+    bn, mul = body_id(g, "BatchNorm_Inference"), body_id(g, "Mul")
+    _, scale, offset, mean, var = _bn_inputs(g)
+    (weight,) = [v.owner for v in _body_op_of(g, mul).operands if v.owner != bn]
+    split = OpStrategy((1, 1, 1, 16), (4, 1, 1, 1))
+    si = schedule_input(g, Strategy({bn: split, mul: split}), TX81)
+    top = shape_of(si.nodes)
+    hoisted = [n for n in top if isinstance(n, str)]
+    (loop,) = [n for n in top if isinstance(n, tuple)]
+    assert set(hoisted) == {f"ld:%{i}" for i in (scale, offset, mean, weight)}
+    assert loop[:2] == (STAGE_NH, 4)
+    assert f"ld:%{var}" in loop[2]
+    assert loop[2].index(f"ld:%{var}") + 1 == loop[2].index(f"ct:%{bn}")
+    # the Mul overwrites nothing: it writes its own result (in place of BN's), not the weight
+    mul_task = next(t for t in flat(si.nodes) if t.id == f"ct:%{mul}")
+    assert mul_task.writes == (f"%{mul}",)
+    assert si.buffers[f"%{mul}"].in_place_of == f"%{bn}"
+
+
+def _body_op_of(group: Op, op_id: int) -> Op:
+    return next(op for op in group.regions[0].ops if op.id == op_id)
+
+
+def _two_batchnorms(shared_variance: str) -> Op:
+    """Two BNs in one group sharing one variance: a graph input, or a constant.
+
+    The constant goes through move-constant before grouping, as in the default pipeline
+    (one LoadConst per use, each moved into the group of its user).
+    """
+    b = Builder()
+    xs = [b.input((2, 8, 8, 64), "f16") for _ in range(2)]
+    if shared_variance == "input":
+        var = b.input((1, 1, 1, 64), "f32")
+    else:
+        var = b.weight((1, 1, 1, 64), "f32", scale=0.1, offset=1.0)
+    outs = [
+        b.op("BatchNorm_Inference", x, *[b.weight((1, 1, 1, 64), "f32") for _ in range(3)], var)
+        for x in xs
+    ]
+    b.output(*outs)
+    module = b.finish()
+    if shared_variance != "input":
+        (step,) = run_pipeline(module, ["move-constant"], TX81)
+        module = step.after
+    return grouped(module)
+
+
+def test_a_variance_read_after_the_op_that_overwrites_it_is_an_error() -> None:
+    """One LoadVar (group-ldst) feeds both BNs: the second would read rsqrt(var + eps)."""
+    g = _two_batchnorms("input")
+    bn1, bn2 = body_id(g, "BatchNorm_Inference", 0), body_id(g, "BatchNorm_Inference", 1)
+    assert _bn_inputs(g)[4] == _body_op_of(g, bn2).operands[4].owner  # one load
+    with pytest.raises(
+        Tx8labError,
+        match=rf"%{bn1} \(BatchNorm_Inference\) overwrites its operand 4 .*, and "
+        rf"%{bn2} \(BatchNorm_Inference\) reads it afterwards",
+    ):
+        schedule_input(g, None, TX81)
+
+
+def test_a_shared_variance_constant_gets_one_load_per_use() -> None:
+    """move-constant's per_use: each BN has its own LoadConst, so each is reloaded alone."""
+    g = _two_batchnorms("constant")
+    bn1, bn2 = body_id(g, "BatchNorm_Inference", 0), body_id(g, "BatchNorm_Inference", 1)
+    v1, v2 = (_body_op_of(g, bn).operands[4].owner for bn in (bn1, bn2))
+    assert v1 != v2
+    split = OpStrategy((1, 1, 1, 16), (2, 1, 1, 1))
+    si = schedule_input(g, Strategy({bn1: split, bn2: split}), TX81)
+    tasks = {t.id: t for t in flat(si.nodes)}
+    assert tasks[f"ld:%{v1}"].stage == tasks[f"ld:%{v2}"].stage == STAGE_NH
+    assert tasks[f"ct:%{bn1}"].writes == (f"%{bn1}", f"%{v1}", f"%{bn1}.imm")
+
+
+def test_a_reader_before_the_op_shares_the_reloaded_value() -> None:
+    """Add reads the variance, then BN overwrites it, both in the same loop body: allowed."""
+    b = Builder()
+    x, y = b.input((2, 8, 8, 64), "f16"), b.input((2, 8, 8, 64), "f32")
+    var = b.input((1, 1, 1, 64), "f32")
+    first = b.op("Add", y, var)
+    out = b.op("BatchNorm_Inference", x, *[b.weight((1, 1, 1, 64), "f32") for _ in range(3)], var)
+    b.output(first, out)
+    g = grouped(b.finish())
+    add, bn = body_id(g, "Add"), body_id(g, "BatchNorm_Inference")
+    load = _bn_inputs(g)[4]
+    split = OpStrategy((1, 1, 1, 16), (2, 1, 1, 1))
+    si = schedule_input(g, Strategy({add: split, bn: split}), TX81)
+    (loop,) = [n for n in shape_of(si.nodes) if isinstance(n, tuple)]
+    body = loop[2]
+    assert body.index(f"ld:%{load}") < body.index(f"ct:%{add}") < body.index(f"ct:%{bn}")
+
+
+def _relu_overwrites_its_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A made-up kernel: Relu using its operand as scratch (no seed shows one)."""
+    relu = OPS["tx8be.Relu"]
+    monkeypatch.setattr(relu, "clobbered_operands", lambda op: (0,))
+
+
+def test_no_in_place_result_over_a_buffer_the_kernel_overwrites(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    g = matmul_relu()
+    mm, relu = body_id(g, "MatMul"), body_id(g, "Relu")
+    assert schedule_input(g, mm_strategy(g, (4, 1, 1)), TX81).buffers[f"%{relu}"].in_place_of
+    _relu_overwrites_its_input(monkeypatch)
+    si = schedule_input(g, mm_strategy(g, (4, 1, 1)), TX81)
+    assert si.buffers[f"%{relu}"].in_place_of is None
+    relu_task = next(t for t in flat(si.nodes) if t.id == f"ct:%{relu}")
+    assert relu_task.writes == (f"%{relu}", f"%{mm}")
+
+
+def test_an_overwritten_value_computed_outside_the_loop_is_an_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """MatMul whole, Relu split: the Relu's second run would read what its first left."""
+    g = matmul_relu()
+    mm, relu = body_id(g, "MatMul"), body_id(g, "Relu")
+    st = Strategy({mm: OpStrategy((1, 1, 1), (1, 1, 1)), relu: OpStrategy((1, 1), (4, 1))})
+    schedule_input(g, st, TX81)  # fine while Relu only reads
+    _relu_overwrites_its_input(monkeypatch)
+    with pytest.raises(
+        Tx8labError,
+        match=rf"%{relu} \(Relu\) overwrites its operand 0 \(%{mm} of MatMul\) every time it "
+        rf"runs \(STAGEOC2NH x4\), but %{mm} \(MatMul\), which computes that value, runs "
+        "outside that loop",
+    ):
+        schedule_input(g, st, TX81)
+    # both in the loop: the MatMul recomputes it before every Relu
+    schedule_input(g, mm_strategy(g, (4, 1, 1)), TX81)
+
+
+def test_loop_fission_between_the_reload_and_the_op_moves_the_reload() -> None:
+    """An op taking a dim whole between them closes the first loop: var follows the BN."""
+    b = Builder()
+    y = b.input((4, 8, 8, 64), "f16")
+    x = b.input((4, 8, 8, 64), "f16")
+    params = [b.weight((1, 1, 1, 64), "f32") for _ in range(4)]
+    whole = b.op("Relu", b.op("Relu", y))  # the second Relu takes N whole
+    b.output(whole, b.op("BatchNorm_Inference", x, *params))
+    g = grouped(b.finish())
+    relu1, relu2 = body_id(g, "Relu", 0), body_id(g, "Relu", 1)
+    bn = body_id(g, "BatchNorm_Inference")
+    *_, var = _bn_inputs(g)
+    split = OpStrategy((1, 1, 1, 16), (2, 1, 1, 1))
+    st = Strategy({relu1: split, relu2: OpStrategy((1, 1, 1, 16), (1, 1, 1, 1)), bn: split})
+    si = schedule_input(g, st, TX81)
+    top = shape_of(si.nodes)
+    loops = [n for n in top if isinstance(n, tuple)]
+    assert len(loops) == 2  # fission around the second Relu
+    first, second = (body for _, _, body in loops)
+    assert f"ct:%{relu1}" in first
+    assert f"ct:%{relu2}" in top
+    assert second.index(f"ld:%{var}") + 1 == second.index(f"ct:%{bn}")
+    assert f"ld:%{var}" not in first

@@ -309,3 +309,43 @@ def test_reusing_var_without_reloading_it_goes_wrong() -> None:
     overwritten = first.steps[4].values  # var after step 5: rsqrt(var + eps)
     again = batchnorm_flow(x, scale, shift, mean, overwritten, dtype="f32")
     assert not np.allclose(again.output, first.output)
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16", "f32", "tf32"])
+def test_the_op_library_says_what_steps_4_and_5_leave_in_var(dtype: str) -> None:
+    """``clobbered_value`` is the var buffer after the walkthrough's step 5, bit for bit."""
+    x, scale, shift, mean, var = _data((2, 5, 3, 70), seed=3)
+    var[:2] = [float.fromhex("0x1.128cd0p+0"), 410.69427490234375]  # rounding-sensitive
+    run = batchnorm_flow(x, scale, shift, mean, var, dtype=dtype, epsilon=1e-6)
+    after = run.steps[4]
+    assert after.region == "var"
+    p = TensorType((1, 1, 1, 70), "f32")
+    op = build("BatchNorm_Inference", TensorType(x.shape, dtype), p, p, p, p, epsilon=1e-6)
+    params = [a.reshape(1, 1, 1, 70) for a in (scale, shift, mean, var)]
+    got = BN.clobbered_value(op, 4, [round_to(x, dtype), *params])
+    assert got.shape == (1, 1, 1, 70)
+    np.testing.assert_array_equal(got.reshape(70), after.values)
+
+
+def test_main_c_and_the_pipeline_c_both_load_the_variance_in_the_loop() -> None:
+    """The walkthrough main.c (the seed's loop) and the pipeline's C for the same group."""
+    from tests.core.test_codegen import big_batchnorm_c, line_of, loop_lines
+
+    group, pipeline_c = big_batchnorm_c()
+    # the walkthrough: every load inside while (!input_done), as the seed draws it
+    lines = main_c_for_group(group, TX81).splitlines()
+    start = line_of(lines, "while (!input_done) {")
+    end = next(i for i in range(start, len(lines)) if lines[i] == "    }")
+    call = line_of(lines, "op_batchnorm_inference(")
+    for name in ("input", "scale", "shift", "mean", "varience"):
+        assert start < line_of(lines, f"op_dma_load(&{name}, ") < call < end
+    # the pipeline: the variance reloaded inside its for loop, before the op
+    lines, start, end = loop_lines(pipeline_c)
+    (bn,) = [op for op in group.regions[0].ops if op.kind == "tx8be.BatchNorm_Inference"]
+    var = bn.operands[4].owner
+    assert (
+        start
+        < line_of(lines, f"(&t_{var}, DDR_{var}, ")
+        < line_of(lines, "op_batchnorm_inference(")
+        < end
+    )

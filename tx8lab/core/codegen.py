@@ -34,6 +34,10 @@ Readings chosen where the seed is vague:
   psum accumulator takes a new one when its reduction loop restarts (``i == 0``); an
   in-place result takes its source's current address; a task's scratch (``imm``) takes
   one per run.
+- **Reloads.** A load inside a loop whose buffer a later call overwrites (the op
+  library's ``clobbered_operands``, seed 001's BatchNorm variance) says so in its comment:
+  that is why a loop-invariant tensor is loaded in every iteration, as in the seed's
+  ``while (!input_done)``.
 - **DMA**: ``op_dma_load`` / ``op_dma_load_const`` / ``op_dma_store`` take the TSR (slice
   shape in its ``L_SHAPE``), the DDR address (a ``DDR_<op id>`` macro of main.c, from
   opt-ddr) and a ``G_SHAPE`` of the whole DDR tensor whose tile window
@@ -140,6 +144,32 @@ class _Ctx:
     """Root/imm buffer id -> (address table, rotation modulus; 0 = index directly)."""
     lines: list[str] = field(default_factory=list)
     calls: int = 0
+    overwritten: dict[str, list[int]] = field(default_factory=dict)
+    """Value buffer -> ids of the ops whose kernel overwrites it (see :func:`_overwriters`)."""
+
+
+def _overwriters(si: ScheduleInput) -> dict[str, list[int]]:
+    """Value buffers a compute task writes in place of what it read (its kernel's scratch).
+
+    Slicing lists an operand the op library's ``clobbered_operands`` names among the task's
+    writes, and reloads it in the task's loop; its load's comment says why.
+    """
+    out: dict[str, list[int]] = {}
+
+    def walk(nodes: Sequence[Node]) -> None:
+        for node in nodes:
+            if isinstance(node, Repeat):
+                walk(node.body)
+                continue
+            if node.engine in ("ld", "st"):
+                continue
+            for b in node.writes:
+                buf = si.buffers[b]
+                if buf.kind == "value" and buf.in_place_of is None and b in node.reads:
+                    out.setdefault(b, []).append(node.op_id)
+
+    walk(si.nodes)
+    return out
 
 
 def _tables(
@@ -357,9 +387,15 @@ def _emit_task(ctx: _Ctx, task: Task, loops: Sequence[tuple[str, int]], depth: i
         )
     text = entry.codegen(op, call)
     ctx.calls += 1
+    why = ""
+    if task.engine == "ld" and loops:
+        by = [ctx.ops[i] for b in task.writes for i in ctx.overwritten.get(b, [])]
+        if by:
+            names = ", ".join(f"%{o.id} ({o.kind.split('.')[-1]})" for o in by)
+            why = f"; reloaded every iteration: {names} overwrites it"
     ctx.lines.append(
         f"{pad}cycles += {text};  /* {task.id} {task.engine}, "
-        f"{_steps_note(ctx.steps.get(task.id, [0]))} */"
+        f"{_steps_note(ctx.steps.get(task.id, [0]))}{why} */"
     )
 
 
@@ -428,6 +464,7 @@ def group_c(group: Op, hw: ChipConfig) -> GroupC:
         value_names(group, si),
         steps,
         _tables(group, si, instances, strategy.multi_buffer),
+        overwritten=_overwriters(si),
     )
     used = sorted(si.buffers, key=_buffer_order(si))
     decls = _declare(ctx, used)

@@ -40,11 +40,16 @@ Readings chosen where the seed is vague:
   8 writes ``out``; step 9 rounds ``out`` to tf32 in place for tf32 and is skipped for
   fp32. The seed only draws the 16-bit flow.
 - **Arithmetic** is IEEE fp32 with round-to-nearest-even (the seed's ``RND_NEAREST_EVEN``);
-  ``rsqrt`` is the correctly rounded fp32 ``1/sqrt`` (the CGRA's approximation error is
-  not published). The conversions round to nearest even.
-- **Steps 4 and 5 overwrite ``var``**, so a loop that runs the op again must reload it:
-  that is why the seed's main.c loads mean/variance inside the loop. :func:`main_loop`
-  does the same.
+  ``rsqrt`` is the correctly rounded fp32 ``1/sqrt`` (the op library's ``rsqrt_f32``; the
+  CGRA's approximation error is not published). The conversions round to nearest even.
+- **Steps 4 and 5 overwrite ``var``** (it holds ``rsqrt(var + epsilon)`` afterwards), so a
+  loop that runs the op again must reload it: that is why the seed's main.c loads the
+  variance inside the loop. :func:`main_loop` and :func:`main_c` keep the seed's loop,
+  which loads the slice and all four parameters every iteration. The op library declares
+  the overwrite (``BatchNorm_Inference.clobbered_operands``, ``clobbered_value``), and the
+  group schedule behind the pipeline's C (``tx8lab.core.schedule.slicing``) reloads the
+  variance inside the loop too, while it loads scale, shift and mean once before the
+  loop: the kernel only reads them (steps 3, 7, 8).
 - **main.c** (:func:`main_c`) is the text for one tile: the seed's pseudo-code loop with
   the seed's struct names (``L_SHAPE``, ``G_SHAPE``, ``TSR``, ``varience`` as spelled), the
   buffers of :func:`buffer_plan` for the op library's ``temporal_slice_shape``, tile ``t``
@@ -70,6 +75,7 @@ from tx8lab.core.attrs import LayoutMode
 from tx8lab.core.dtypes import FLOAT_DTYPES, bits_of, from_bits_image, round_to, to_bits_image
 from tx8lab.core.ir import Op
 from tx8lab.core.layouts import BATCH_ALIGN_BITS, Geometry, geometry, layout_for, pack, slot_map
+from tx8lab.core.ops.norm import rsqrt_f32
 from tx8lab.core.schedule.tasks import OpStrategy
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
@@ -532,7 +538,7 @@ def batchnorm_flow(
         fmt="Fmt_FP32",
     )
     record(4, "CGRA", [i4], "var", param("var"))
-    var[:] = (np.float32(1) / np.sqrt(var)).astype(np.float32)
+    var[:] = rsqrt_f32(var)
     i5 = spm.issue("CGRA", "rsqrt", src=r["var"].addr, dst=r["var"].addr, elem_num=c)
     record(5, "CGRA", [i5], "var", param("var"))
     for index, op, pname in ((6, "mul", "var"), (7, "mul", "scale")):

@@ -151,3 +151,89 @@ def test_compute_matches_the_formula_in_each_dtype() -> None:
         x64 = xr.astype(np.float64)
         want = scale * (x64 - mean) / np.sqrt(var.astype(np.float64) + 1e-6) + offset
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+# ---------------------------------------------------------------- the operand it overwrites
+
+
+def _vector_op(c: int, epsilon: float) -> Op:
+    return build(
+        "BatchNorm_Inference",
+        TensorType((2, c), "f16"),
+        *[TensorType((c,), "f32")] * 4,
+        epsilon=epsilon,
+    )
+
+
+def _clobbered(op: Op, var: np.ndarray) -> np.ndarray:
+    c = var.shape[-1]
+    return BN.clobbered_value(
+        op, 4, [np.zeros((2, c), np.float16), *[np.ones(c, np.float32)] * 3, var]
+    )
+
+
+def test_the_kernel_overwrites_only_the_variance() -> None:
+    # seed 001 "BatchNorm Design" step 4 (addVS with varAddr as source and result) and
+    # step 5 (rsqrt in place); operands: input, scale, offset, mean, variance
+    op = _op((4, 112, 2, 30))
+    assert BN.clobbered_operands(op) == (4,)
+    assert op.operands[4].type == TensorType((1, 1, 1, 30), "f32")
+
+
+def test_clobbered_value_exact_cases() -> None:
+    # var + 0.5 = 4, 1, 16, 0.5625: 1/sqrt gives 0.5, 1, 0.25 and 4/3 (rounded once)
+    got = _clobbered(_vector_op(4, 0.5), np.array([3.5, 0.5, 15.5, 0.0625], np.float32))
+    assert got.dtype == np.float32
+    assert got.shape == (4,)
+    assert got.tolist() == [0.5, 1.0, 0.25, float(np.float32(4.0 / 3.0))]
+    # the parameters' shape is kept (1x..x1xC here), and only the variance is used
+    op = _op((1, 1, 1, 2), "f32")
+    var = np.array([[[[0.25, 4.0]]]], np.float32)
+    got = BN.clobbered_value(op, 4, [np.full((1, 1, 1, 2), np.nan, np.float32)] * 4 + [var])
+    assert got.shape == (1, 1, 1, 2)
+    assert np.allclose(got, [[[[2.0, 0.5]]]], rtol=1e-5)  # epsilon 1e-6 shifts them
+
+
+def test_clobbered_value_adds_eps_in_fp32_then_rounds_the_rsqrt_once() -> None:
+    """Hand derivation at 64-bit mantissa precision: step 4 in fp32, step 5 correctly rounded."""
+    var = np.array([float.fromhex("0x1.128cd0p+0"), 410.69427490234375, 1e8], np.float32)
+    eps = 1e-6  # the seed's epsilon
+    step4 = var + np.float32(eps)  # addVS: fp32 + fp32, round to nearest even
+    assert step4.dtype == np.float32
+    want = (1 / np.sqrt(step4.astype(np.longdouble))).astype(np.float32)
+    got = _clobbered(_vector_op(3, eps), var)
+    np.testing.assert_array_equal(got, want)
+    # the first case needs the fp32 addition: exact arithmetic would give another value
+    exact = (1 / np.sqrt(var.astype(np.longdouble) + np.longdouble(eps))).astype(np.float32)
+    assert got[0] != exact[0]
+    # the second needs one rounding: fp32 sqrt, then fp32 divide is one ulp off
+    assert got[1] != (np.float32(1) / np.sqrt(step4))[1]
+    # 1e8 + 1e-6 is 1e8 in fp32, and 1/sqrt(1e8) = 1e-4
+    assert got[2] == np.float32(1e-4)
+
+
+def test_clobbered_value_of_another_operand_is_an_error_naming_the_op() -> None:
+    op = _op((2, 4))
+    with pytest.raises(
+        Tx8labError, match=r"BatchNorm_Inference: %0 .* does not overwrite operand 3"
+    ):
+        BN.clobbered_value(op, 3, [np.zeros(4, np.float32)] * 5)
+    relu = build("Relu", TensorType((2, 4), "f32"))
+    assert OPS["tx8be.Relu"].clobbered_operands(relu) == ()
+    with pytest.raises(
+        Tx8labError, match=r"tx8be\.Relu: .*does not overwrite operand 0.*no operand"
+    ):
+        OPS["tx8be.Relu"].clobbered_value(relu, 0, [np.zeros((2, 4), np.float32)])
+
+
+def test_only_batchnorm_declares_an_overwritten_operand() -> None:
+    """The audit of the module doc: no other kind's kernel is shown overwriting an input."""
+    from tests.core.ops.test_op_registry import SAMPLES
+
+    declared = {}
+    for kind, (types, attrs) in SAMPLES.items():
+        op = build(kind, *types, **attrs)
+        got = OPS[op.kind].clobbered_operands(op)
+        if got:
+            declared[kind] = got
+    assert declared == {"BatchNorm_Inference": (4,)}

@@ -34,6 +34,16 @@ Readings chosen where the seed is vague:
   NPU_ALIGN; the compact size would not hold the fp32 NCx copy the kernel makes);
   Softmax, LayerNorm and RMSNorm an fp32 copy of the slice (4 bytes per element) plus two
   fp32 statistics per row.
+- **BatchNorm_Inference overwrites its variance** (operand 4): seed 001 "BatchNorm Design"
+  step 4 is ``addVS`` with ``varAddr`` as vector and result address (``var += epsilon``,
+  fp32, ``RND_NEAREST_EVEN``) and step 5 ``rsqrt`` of it in place, so after the op the
+  variance buffer holds ``rsqrt(var + epsilon)`` (:meth:`BatchNorm_Inference.clobbered_value`:
+  the fp32 addition, then :func:`rsqrt_f32`, as ``tx8lab.kernels.batchnorm`` runs the two
+  steps, rounded to the variance's type, f32). Steps 3, 7 and 8 only read mean, scale and
+  shift (their results go to ``imm_a``), so those are not overwritten; the seed's main.c
+  reloads all four anyway, the scheduler reloads only the variance. LayerNorm, RMSNorm and
+  Softmax keep their statistics in their own ``imm`` and overwrite no operand (no seed
+  shows their kernels).
 """
 
 from __future__ import annotations
@@ -44,7 +54,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tx8lab.core.attrs import AlignMode
-from tx8lab.core.dtypes import bits_of
+from tx8lab.core.dtypes import bits_of, round_to
 from tx8lab.core.ir import Op, TensorType
 from tx8lab.core.layouts import layout_for
 from tx8lab.core.ops.common import both_attr, norm_axis, require_float, same_dtype
@@ -59,6 +69,25 @@ from tx8lab.core.ops.registry import (
     _default_layout,
     value_bytes,
 )
+
+
+def rsqrt_f32(values: Array) -> Array:
+    """``1 / sqrt(x)`` of fp32 ``values``, correctly rounded to fp32 (the CGRA's ``rsqrt``).
+
+    Computed in float64 and rounded once. That is the correctly rounded fp32 result for
+    every fp32 input: checked over all of [1, 4) against 64-bit-mantissa arithmetic (no
+    exact result comes within 2**-51.7 of a halfway point, more than float64's error) and
+    ``rsqrt(4x) = rsqrt(x) / 2`` carries it to every other binade. fp32 ``1 / sqrt`` with
+    two fp32 roundings is one ulp off for about a quarter of the inputs. The CGRA's own
+    approximation error is not published.
+
+    Examples:
+        >>> rsqrt_f32(np.array([0.25, 4.0, 410.69427490234375], np.float32)).tolist()
+        [2.0, 0.5, 0.04934471845626831]
+    """
+    wide = np.asarray(values, dtype=np.float32).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (1.0 / np.sqrt(wide)).astype(np.float32)
 
 
 class _RowNorm(OpDef):
@@ -333,6 +362,37 @@ class BatchNorm_Inference(OpDef):
             need_preset_to_npu=True,
             default_layout=_default_layout(op),
         )
+
+    #: The operand steps 4-5 of the seed's kernel overwrite in place: the variance.
+    VARIANCE = 4
+
+    def clobbered_operands(self, op: Op) -> tuple[int, ...]:
+        """The variance: seed 001 steps 4-5 (``addVS`` and ``rsqrt`` on ``varAddr``)."""
+        return (self.VARIANCE,)
+
+    def clobbered_value(self, op: Op, index: int, inputs: Sequence[Array]) -> Array:
+        """The variance buffer after the op: ``rsqrt(var + epsilon)``, steps 4-5 in fp32.
+
+        Examples:
+            >>> from tx8lab.core.ir import TensorType, Value
+            >>> from tx8lab.core.builder import make_op
+            >>> x, p = TensorType((2, 4), "f16"), TensorType((4,), "f32")
+            >>> args = [Value(-1, i, t, is_arg=True) for i, t in enumerate([x] + [p] * 4)]
+            >>> op = make_op("BatchNorm_Inference", args, {"epsilon": 0.0}, op_id=0)
+            >>> var = np.array([0.25, 1.0, 4.0, 16.0], np.float32)
+            >>> BatchNorm_Inference().clobbered_value(op, 4, [None] * 4 + [var]).tolist()
+            [2.0, 1.0, 0.5, 0.25]
+        """
+        if index != self.VARIANCE:
+            return super().clobbered_value(op, index, inputs)
+        if len(inputs) <= index or inputs[index] is None:
+            raise self.fail(
+                f"{op.label}: clobbered_value needs the variance as inputs[{index}] "
+                f"(got {len(inputs)} inputs)"
+            )
+        var = np.asarray(inputs[index]).astype(np.float32)
+        var = (var + np.float32(self.attr(op, "epsilon"))).astype(np.float32)  # step 4: addVS
+        return round_to(rsqrt_f32(var), op.operands[index].type.dtype)  # step 5: rsqrt
 
     def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
         x = inputs[0].astype(np.float64)

@@ -30,6 +30,8 @@ in ``tx8lab.core.ops`` maps ``"tx8be.<Name>"`` to an instance.
 | slice positions (what ``L_SHAPE.shape_start`` says on the chip) | :meth:`OpDef.operand_window`,
   :meth:`OpDef.result_window`; the host model of the tile computes a slice with
   ``window_compute`` / ``psum_combine`` (``tx8lab.core.hostmodel``) |
+| (no seed interface) the kernel overwrites an input | :meth:`OpDef.clobbered_operands`,
+  :meth:`OpDef.clobbered_value` (see below) |
 
 Readings chosen where the seed is vague:
 
@@ -56,6 +58,22 @@ Readings chosen where the seed is vague:
   passes over the data once (add, max, compare, copy, layout change), more for functions
   evaluated as a short sequence of them (exp ~8: range reduction plus polynomial). No
   per-instruction timing is published; the values are documented assumptions per op.
+- **Operands the kernel overwrites** (:meth:`OpDef.clobbered_operands`): a kernel that
+  uses an input's SPM buffer as scratch leaves other bytes there, so a loop that runs the
+  op again must reload that input (the scheduler does, ``tx8lab.core.schedule.slicing``),
+  and :meth:`OpDef.clobbered_value` says what the buffer holds afterwards (a host model
+  of the chip writes it back). The seed has no OpAttr bit for this (its ``struct OpAttr``
+  stays verbatim in :class:`OpAttr`); it shows up in the kernels. Declared only where a
+  seed shows the instructions: seed 001 "BatchNorm Design" steps 4-5 (``addVS`` with
+  ``varAddr`` as source and result, then ``rsqrt`` of it), which is why its main.c loads
+  the variance inside the ``while`` loop; BatchNorm_Inference declares its variance
+  (operand 4). Checked and left undeclared: seed 001's other instruction-level text (the
+  fp16 -> fp32 ``op_gatherScatter`` + ``convert_fp16_fp32`` path writes the op's ``imm``,
+  the NE's psum is the op's own accumulator, ``memInplace`` is the *result* reusing
+  operand 0's buffer, which the scheduler grants only when nothing else reads it); seeds
+  000, 002 and 003 describe passes, not kernels; seed 004's FlashAttention (not an op of
+  this library) double-buffers its own tiles. Every other kernel's instructions are
+  unpublished, so nothing else is declared.
 """
 
 from __future__ import annotations
@@ -398,6 +416,36 @@ class OpDef:
     def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
         """Reference result on the CPU (seed ``ComputeInterface``)."""
         raise NotImplementedError(f"{self.kind}: no reference compute")
+
+    # ------------------------------------------------------------- inputs the kernel overwrites
+    def clobbered_operands(self, op: Op) -> tuple[int, ...]:
+        """Operand indices whose SPM buffer the op's kernel overwrites (default none).
+
+        After the op runs, such a buffer no longer holds the operand's value (see
+        :meth:`clobbered_value`), so the scheduler reloads the operand every time the op
+        runs and lets no other op read it afterwards. Declared only where a seed shows the
+        kernel's instructions (the module doc lists what was checked).
+        """
+        return ()
+
+    def clobbered_value(self, op: Op, index: int, inputs: Sequence[Array]) -> Array:
+        """What the kernel leaves in operand ``index``'s buffer after it runs.
+
+        ``inputs`` are the op's operands as the kernel got them (whole or one slice),
+        ``inputs[index]`` included; the answer has ``inputs[index]``'s shape and the
+        operand's element type (the numpy dtype :func:`~tx8lab.core.dtypes.round_to` gives
+        it). A host model of the chip writes it into the operand's SPM bytes after the op.
+
+        Raises:
+            Tx8labError: the op does not overwrite operand ``index`` (the default: no
+                operand), naming the op and what it does overwrite.
+        """
+        declared = self.clobbered_operands(op)
+        what = f"operands {list(declared)}" if declared else "no operand"
+        raise self.fail(
+            f"{op.label}: its kernel does not overwrite operand {index} (it overwrites "
+            f"{what}), so there is no clobbered value to give; see clobbered_operands"
+        )
 
     # ------------------------------------------------------------- slicing
     def iter_dims(self, op: Op) -> tuple[IterDim, ...]:

@@ -35,6 +35,23 @@ Readings chosen where the seed is vague:
   invariant loads are hoisted out (loaded once, kept in SPM) rather than reloaded in
   every iteration as the seed's BatchNorm ``main.c`` does; a task nested deeper than a
   loop it does not vary with simply reruns (a weight reloaded per NH iteration).
+- **Inputs a kernel overwrites** (the op library's ``clobbered_operands``; seed 001's
+  BatchNorm overwrites its variance in steps 4-5, which is why its ``main.c`` loads the
+  variance inside the ``while`` loop) are never hoisted: the load of such a value sits in
+  the innermost loop of the op that overwrites it, at its place in the body, so it is
+  reloaded every time the op runs; when loop fission (below) would leave it in another
+  Repeat than the op, it moves to just before the value's first reader. The seed's loads
+  of scale, shift and mean stay hoisted: the kernel only reads them. The op's task
+  lists the overwritten buffer among its writes too (in place, the version it read), so
+  the software pipeline keeps the next load of that buffer after it.
+- **Readers of an overwritten value.** It may be read before the op that overwrites it,
+  in every loop of that op, but by nothing after it. A second overwriting op, a later
+  reader or StoreVar, the group's Return, a read through another operand of the same op,
+  a producer (compute op) or an earlier reader outside one of the op's loops, and a value
+  the op would overwrite in DDR are errors naming both ops. Reloading the value for a
+  later reader would need a second buffer for one value, which the schedule does not
+  model; each reader can have its own load instead (move-constant's ``per_use`` gives
+  every use of a constant its own LoadConst).
 - **Program order.** Tasks keep the body's order. In each loop body, the inner loop's
   tasks form one Repeat at the place of its first task; an outer-level task that does
   not depend on the pending Repeat moves before it, one that does closes it, and later
@@ -47,7 +64,8 @@ Readings chosen where the seed is vague:
   ``%7.imm`` from the op library's ``imm_bytes``; ``%7.psum`` (``tile.psum_elem_bytes``
   per output element) when a reduce op's own reduction dim is split in time. A
   ``mem_inplace`` op's result reuses operand 0's buffer (``in_place_of``) when that value
-  has no other reader, lives in the same loop body and has the same size.
+  has no other reader, lives in the same loop body, has the same size and is not a value
+  the op's kernel overwrites (the result and the kernel's scratch would share bytes).
 - Values in DDR (block arguments, ``bypasscodegen`` LoadConsts such as an embedding table,
   StoreVar results) have no SPM buffer; a compute op reading one directly is noted.
 - **Default strategy.** Shard the largest group dim that every member may shard and that
@@ -179,6 +197,17 @@ class _Body:
             if (op.kind in _LOADS and not op.attrs.get("bypasscodegen")) or is_compute(op)
             for r in op.results
         }
+        self.returned = {
+            self.resolve(v.key)
+            for op in group_op.regions[0].ops
+            if op.kind in TERMINATORS
+            for v in op.operands
+        }
+        self.clobbers: dict[ValueKey, list[tuple[Op, int]]] = {}
+        """Value -> the (op, operand index) uses whose kernel overwrites it."""
+        for op in self.compute:
+            for j in get_op_def(op.kind).clobbered_operands(op):
+                self.clobbers.setdefault(self.resolve(op.operands[j].key), []).append((op, j))
         self.dims = {op.id: get_op_def(op.kind).iter_dims(op) for op in self.compute}
         self.omaps = {op.id: OPS[op.kind].operand_dims(op) for op in self.compute}
         self.rmaps = {op.id: OPS[op.kind].result_dims(op) for op in self.compute}
@@ -372,6 +401,8 @@ class _Item:
     """(loop, times) of each Repeat of ``path``."""
     value_varies: dict[ValueKey, frozenset[Loop]] = field(default_factory=dict)
     """Loops whose chunk changes each written value (a partial sum does not change with IC)."""
+    clobbers: list[ValueKey] = field(default_factory=list)
+    """Values it reads whose buffer its kernel overwrites (``clobbered_operands``)."""
 
     @property
     def level(self) -> int:
@@ -399,8 +430,10 @@ def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
                     got = plan.ops[user.id].slice.operands[j]
                     shape = tuple(max(a, b) for a, b in zip(shape, got, strict=True))
                     varies |= _operand_varies(user, plan.ops[user.id], j)
+            # a value some kernel overwrites is reloaded every time that op runs
+            placed = varies.union(*(plan.ops[b.id].varies for b, _ in body.clobbers.get(key, ())))
             items.append(
-                _Item(op, "ld", varies, [], [key], {key: shape}, value_varies={key: varies})
+                _Item(op, "ld", placed, [], [key], {key: shape}, value_varies={key: varies})
             )
         elif op.kind in _STORES:
             key = body.resolve(op.operands[0].key)
@@ -433,8 +466,113 @@ def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
             writes = [r.key for r in op.results]
             shapes.update({r.key: p.slice.results[r.index] for r in op.results})
             changes = {r.key: _result_varies(op, p, r.index) for r in op.results}
-            items.append(_Item(op, engine, p.varies, reads, writes, shapes, value_varies=changes))
+            clobbers = [k for k in reads if any(b.id == op.id for b, _ in body.clobbers.get(k, ()))]
+            items.append(
+                _Item(
+                    op,
+                    engine,
+                    p.varies,
+                    reads,
+                    writes,
+                    shapes,
+                    value_varies=changes,
+                    clobbers=clobbers,
+                )
+            )
+    _check_clobbers(body, items)
     return items
+
+
+def _check_clobbers(body: _Body, items: list[_Item]) -> None:
+    """Raise when an overwritten value is read after the op that overwrites it."""
+    order = {it.op.id: i for i, it in enumerate(items)}
+    for key, uses in body.clobbers.items():
+        clob, j = uses[0]
+        what = f"{_label(clob)} overwrites its operand {j} ({_value_text(body, key)})"
+        if key not in body.spm:
+            raise Tx8labError(
+                f"group %{body.group.id}: {what} but reads it from DDR (no load into SPM); "
+                "the kernel would overwrite the tensor in DDR: load it (group-ldst) first"
+            )
+        for reader, k in body.users.get(key, []):
+            if reader.kind == "tx8be.Tuple" or (reader.id, k) == (clob.id, j):
+                continue
+            if reader.id == clob.id:
+                raise Tx8labError(
+                    f"group %{body.group.id}: {what} and reads the same value as operand "
+                    f"{k}, which the kernel may read overwritten; give each operand its own load"
+                )
+            if order.get(reader.id, -1) > order[clob.id]:
+                raise Tx8labError(
+                    f"group %{body.group.id}: {what}, and {_label(reader)} reads it "
+                    f"afterwards (operand {k}): it would read the overwritten bytes; give "
+                    f"{_label(reader)} its own load of the value, or order it before "
+                    f"{_label(clob)}"
+                )
+        if key in body.returned:
+            raise Tx8labError(
+                f"group %{body.group.id}: {what}, and the group returns that value: it "
+                "would return the overwritten bytes; return a copy made before the op"
+            )
+
+
+def _reload_before_first_reader(body: _Body, items: list[_Item]) -> list[_Item]:
+    """Items with the load of each overwritten value moved to just before its first reader.
+
+    With the load's placement (the overwriting op's loops) this keeps it in the op's loop
+    body whatever the body's order puts between them.
+    """
+    out = list(items)
+    for key in body.clobbers:
+        load = next((it for it in out if it.engine == "ld" and key in it.writes), None)
+        if load is None:
+            continue
+        out.remove(load)
+        first = next(i for i, it in enumerate(out) if key in it.reads)
+        out.insert(first, load)
+    return out
+
+
+def _clobber_conflict(body: _Body, items: list[_Item]) -> tuple[ValueKey, _Item, _Item] | None:
+    """The first overwritten value whose producer or earlier reader left the op's loops.
+
+    Each of them must sit in every Repeat around the op that overwrites the value (deeper
+    is fine), so it runs again in each iteration before the op does. Returns (value, the
+    overwriting op's item, the other item), None when every value is fine.
+    """
+    for key, ((clob, _), *_) in body.clobbers.items():
+        at = next(it for it in items if it.op.id == clob.id)
+        for other in items:
+            touches = key in other.writes or (key in other.reads and other is not at)
+            if touches and other.path[: len(at.path)] != at.path:
+                return key, at, other
+    return None
+
+
+def _check_clobber_loops(body: _Body, items: list[_Item]) -> None:
+    """Raise naming both ops when :func:`_clobber_conflict` finds one."""
+    conflict = _clobber_conflict(body, items)
+    if conflict is None:
+        return
+    key, at, other = conflict
+    j = next(j for op, j in body.clobbers[key] if op.id == at.op.id)
+    loops = " > ".join(f"{LOOP_STAGE[lp]} x{t}" for lp, t in at.loops)
+    role = "reads" if key not in other.writes else "loads" if other.engine == "ld" else "computes"
+    raise Tx8labError(
+        f"group %{body.group.id}: {_label(at.op)} overwrites its operand {j} "
+        f"({_value_text(body, key)}) every time it runs ({loops}), but "
+        f"{_label(other.op)}, which {role} that value, runs outside that loop: "
+        f"the op's next run would read the overwritten bytes; split "
+        f"{_label(other.op)} like {_label(at.op)} (same loops) or make the value a "
+        "load of its own"
+    )
+
+
+def _value_text(body: _Body, key: ValueKey) -> str:
+    if key in body.producer:
+        prod, r = body.producer[key]
+        return f"%{prod.id}" + (f":{r}" if r else "") + f" of {prod.name}"
+    return f"block argument {key[1]}"
 
 
 def _nest(
@@ -542,8 +680,8 @@ def _buffers(
             continue
         src = body.resolve(op.operands[0].key)
         dst = op.results[0].key
-        if src not in names or dst not in names:
-            continue
+        if src not in names or dst not in names or src in body.clobbers:
+            continue  # an overwritten operand's bytes are the kernel's scratch, not the result's
         sole_reader = [u for u, _ in body.users.get(src, []) if u.kind not in TERMINATORS]
         same_loop = writer[src].path == it.path
         a, b = buffers[names[src]], buffers[names[dst]]
@@ -613,12 +751,18 @@ def _build(
     notes: list[str] = []
     items = _items(body, plan, notes)
     nested = _nest(items, plan.loop_counts, 0, (), (), [0])
+    if _clobber_conflict(body, items) is not None:
+        # loop fission left a reload in another Repeat than the op overwriting the value
+        items = _reload_before_first_reader(body, items)
+        nested = _nest(items, plan.loop_counts, 0, (), (), [0])
+    _check_clobber_loops(body, items)
     buffers, names, _ = _buffers(body, plan, items, hw)
     tiles = plan.tiles
 
     def task(it: _Item, stage: str) -> Task:
         reads = tuple(names[k] for k in it.reads if k in names)
-        writes = tuple(names[k] for k in it.writes if k in names)
+        # an overwritten operand's buffer is written too (in place, the same version)
+        writes = tuple(names[k] for k in (*it.writes, *it.clobbers) if k in names)
         psum = f"%{it.op.id}.psum"
         imm = f"%{it.op.id}.imm"
         if psum in buffers:
