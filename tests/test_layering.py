@@ -282,10 +282,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ),
     # schedule: one group's data split, pipeline, lifetimes, allocation, estimate
     ("tx8lab.core.schedule", "tx8lab.core.schedule.*"),
+    # the program: every tile's command stream, and the host model that executes it
+    ("tx8lab.core.program", "tx8lab.core.hostmodel"),
     # pass base: Pass, Knob, Decision, PassResult, Step
     ("tx8lab.core.passes.base",),
     # the passes, the main.c generator one of them runs, the report of a finished run
-    ("tx8lab.core.passes.*", "tx8lab.core.codegen", "tx8lab.core.report"),
+    ("tx8lab.core.passes.*", "tx8lab.core.codegen", "tx8lab.core.report", "tx8lab.core.execute"),
     # pass registry: PASSES, DEFAULT_PIPELINE, get_pass, build_pipeline, resolve_passes
     ("tx8lab.core.passes",),
     # runner: run_pipeline, execute, Explorer, and the instruments handed to it

@@ -305,7 +305,7 @@ def test_batchnorm_split_in_time_loads_the_variance_inside_the_loop() -> None:
     assert "STAGEOC2NH" in lines[start]  # split on N, H or W (BN's C is never split)
 
     def load(op_id: int) -> int:
-        return line_of(lines, f"(&t_{op_id}, DDR_{op_id}, &gs_{op_id});")
+        return line_of(lines, f", &t_{op_id}, DDR_{op_id}, &gs_{op_id});")
 
     call = line_of(lines, "op_batchnorm_inference(")
     # scale, offset and mean once before the loop; the slice and the variance in it

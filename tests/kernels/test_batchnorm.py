@@ -345,7 +345,7 @@ def test_main_c_and_the_pipeline_c_both_load_the_variance_in_the_loop() -> None:
     var = bn.operands[4].owner
     assert (
         start
-        < line_of(lines, f"(&t_{var}, DDR_{var}, ")
+        < line_of(lines, f", &t_{var}, DDR_{var}, ")
         < line_of(lines, "op_batchnorm_inference(")
         < end
     )

@@ -14,9 +14,10 @@ wrong place. The outputs read back from DDR are compared with the interpreter's.
 
 Readings chosen where the sources are vague:
 
-- **Isolation.** The compiled code runs in a child process (``multiprocessing`` spawn): a
-  fault in it ends the child, and the caller gets an error naming the last call, never a
-  crash of the notebook kernel. A run longer than ``timeout_s`` is stopped the same way.
+- **Isolation.** The compiled code runs in a child Python process (``python -c``, so a
+  script without a ``__main__`` guard is not re-run): a fault in it ends the child, and
+  the caller gets an error, never a crash of the notebook kernel. A run longer than
+  ``timeout_s`` is stopped the same way.
 - **Compiler.** ``$CC`` or ``gcc`` (``cc`` as a fallback), ``-O1 -shared -fPIC``; none on
   the PATH is an error that says how to get one (``make test`` installs gcc).
 - **Tolerance** (:func:`compare_outputs`). Integer outputs must be equal. Float outputs are
@@ -33,7 +34,6 @@ Readings chosen where the sources are vague:
 from __future__ import annotations
 
 import ctypes
-import multiprocessing
 import os
 import shutil
 import subprocess
@@ -379,6 +379,7 @@ def _child(payload: bytes, conn: Any) -> None:
 
     try:
         lib_path, program, module, inputs, spm_bytes = pickle.loads(payload)
+        ctypes.CDLL(str(lib_path))  # fail early on a library that does not load
         machine = setup(program, module, inputs, spm_bytes)
         driver = _Driver(program, machine)
         lib = ctypes.CDLL(str(lib_path))
@@ -424,6 +425,26 @@ def _child(payload: bytes, conn: Any) -> None:
         conn.close()
 
 
+class _FileConn:
+    """What :func:`_child` sends to: a pickle file the parent reads when the child ends."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def send(self, value: Any) -> None:
+        import pickle
+
+        Path(self.path).write_bytes(pickle.dumps(value))
+
+    def close(self) -> None:
+        pass
+
+
+def _child_main(request: str, answer: str) -> None:
+    """Entry of the child process (``python -c``): run the request, write the answer."""
+    _child(Path(request).read_bytes(), _FileConn(answer))
+
+
 def run_compiled(
     lib: Path,
     program: Program,
@@ -441,31 +462,36 @@ def run_compiled(
         Tx8labError: the child crashed or ran past ``timeout_s``.
     """
     import pickle
+    import sys
 
-    ctx = multiprocessing.get_context("spawn")
-    parent, child = ctx.Pipe(duplex=False)
-    payload = pickle.dumps((lib, program, module, list(inputs), spm_bytes))
-    proc = ctx.Process(target=_child, args=(payload, child), daemon=True)
-    proc.start()
-    child.close()
-    got: Any = None
-    if parent.poll(timeout_s):
+    with tempfile.TemporaryDirectory(prefix="tx8lab-run-") as tmp:
+        request = Path(tmp) / "request.pickle"
+        answer = Path(tmp) / "answer.pickle"
+        request.write_bytes(pickle.dumps((lib, program, module, list(inputs), spm_bytes)))
+        code = (
+            "import sys; from tx8lab.core.execute import _child_main; "
+            "_child_main(sys.argv[1], sys.argv[2])"
+        )
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code, str(request), str(answer)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         try:
-            got = parent.recv()
-        except EOFError:
-            got = None
-    proc.join(5)
-    if proc.is_alive():
-        proc.kill()
-        proc.join()
-        if got is None:
+            _, err = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
             raise Tx8labError(
                 f"the compiled program ran longer than {timeout_s:.0f} s and was stopped"
-            )
+            ) from None
+        got: Any = pickle.loads(answer.read_bytes()) if answer.exists() else None
     if got is None:
+        tail = err.decode(errors="replace").strip().splitlines()[-3:]
         raise Tx8labError(
-            f"the compiled program crashed (exit code {proc.exitcode}) while running on the "
+            f"the compiled program crashed (exit code {proc.returncode}) while running on the "
             "host model; the notebook is unaffected. Check main.c's addresses and tables"
+            + (": " + " | ".join(tail) if tail else "")
         )
     if got[0] == "program":
         _, text, group, op, buffer, step, tile = got
