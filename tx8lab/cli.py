@@ -233,6 +233,18 @@ def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         emitted = write_c(args.emit_c, steps)
         size = emitted[0].stat().st_size
         table.write(f"main.c written to {emitted[0]} ({size} bytes) with {emitted[1].name}\n")
+    status = 0
+    if args.execute:
+        if not args.emit_c:
+            raise Tx8labError("--execute needs --emit-c DIR (where main.c is compiled and kept)")
+        from tx8lab.core.execute import execute_module
+
+        final = steps[-1].result.module if steps else module
+        execution = execute_module(
+            final, hw, directory=args.emit_c, main_c=emitted[0].read_text(encoding="utf-8")
+        )
+        out.write(execution.summary() + "\n")
+        status = 0 if execution.ok else 1
     if args.json or args.report:
         report = build_report(
             module,
@@ -254,7 +266,7 @@ def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     if args.report:
         seconds = _write_html(args.report, module, steps, hw, report)
         table.write(f"HTML report written to {args.report} in {seconds:.2f} s\n")
-    return 0
+    return status
 
 
 def _cmd_opt(args: argparse.Namespace, out: TextIO) -> int:
@@ -572,6 +584,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--emit-c",
         metavar="OUT_DIR",
         help="write the codegen pass's main.c and the tx8_oplib.h header into OUT_DIR",
+    )
+    run.add_argument(
+        "--execute",
+        action="store_true",
+        help="with --emit-c: compile main.c and run it on the host model of the chip, then "
+        "compare its outputs with the interpreter (non-zero exit when they differ)",
     )
     run.add_argument(
         "--report",

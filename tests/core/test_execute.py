@@ -234,3 +234,12 @@ def test_random_modules_main_c_executes(module: Module) -> None:
     done = scheduled(module, RANDOM_HW)
     ex = execute_module(done, RANDOM_HW)
     assert ex.ok, ex.summary()
+
+
+def test_cli_run_execute_prints_the_comparison(tmp_path: Any, capsys: Any) -> None:
+    from tx8lab.cli import main as cli_main
+
+    code = cli_main(["run", "tiny_cnn", "--emit-c", str(tmp_path), "--execute"])
+    assert code == 0
+    assert "outputs match the interpreter" in capsys.readouterr().out
+    assert (tmp_path / "libprogram.so").exists()
