@@ -391,7 +391,7 @@ def _child(payload: bytes, conn: Any) -> None:
         group_fn = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_int32)
         start = time.perf_counter()
         for g in range(count):
-            fn = group_fn(table[g])
+            fn = group_fn(int(table[g] or 0))
             for tile in sorted(program.tiles):
                 driver.tile = tile
                 lib.tx8_host_tile(tile)

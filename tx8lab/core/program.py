@@ -587,7 +587,7 @@ def _command(
     where = f"group %{group.id} {op.label}"
     reads = {u.buffer: u for u in inst.reads}
     writes = {u.buffer: u for u in inst.writes}
-    base = {
+    base: dict[str, Any] = {
         "tile": tile,
         "group": group.id,
         "op_id": op.id,
@@ -647,14 +647,14 @@ def _command(
     for j, v in enumerate(op.operands):
         key = alias.get(v.key, v.key)
         window = entry.operand_window(op, j, box)
-        buf = names.get(key)
-        if buf is not None:
+        name = names.get(key)
+        if name is not None:
             owner = ops[key[0]]
             operand_accesses.append(
                 _spm_access(
-                    buf,
-                    buf,
-                    use_label(reads[buf], generations),
+                    name,
+                    name,
+                    use_label(reads[name], generations),
                     offsets,
                     v.type.dtype,
                     op_layout(owner).value,
@@ -663,10 +663,10 @@ def _command(
                 )
             )
             continue
-        owner = None if v.is_arg else ops.get(v.owner)
-        if owner is not None and owner.kind in LOADS and owner.attrs.get("bypasscodegen"):
+        source = None if v.is_arg else ops.get(v.owner)
+        if source is not None and source.kind in LOADS and source.attrs.get("bypasscodegen"):
             operand_accesses.append(
-                _ddr_access(owner, v.type.shape, v.type.dtype, op_layout(owner).value, window)
+                _ddr_access(source, v.type.shape, v.type.dtype, op_layout(source).value, window)
             )
             continue
         raise Tx8labError(
@@ -676,14 +676,14 @@ def _command(
         )
     result_accesses = []
     for r in op.results:
-        buf = names.get(r.key)
-        if buf is None:
+        name = names.get(r.key)
+        if name is None:
             continue
         result_accesses.append(
             _spm_access(
-                buf,
-                buf,
-                use_label(writes[buf], generations),
+                name,
+                name,
+                use_label(writes[name], generations),
                 offsets,
                 r.type.dtype,
                 layout,
@@ -883,8 +883,7 @@ def build_program(module: Module, hw: ChipConfig) -> Program:
         if v.is_arg:
             outputs.append(Output(i, "input", arg=v.index))
         elif v.key in stored:
-            t = stored[v.key]
-            outputs.append(Output(i, "ddr", replace(t, index=i)))
+            outputs.append(Output(i, "ddr", replace(stored[v.key], index=i)))
         else:
             owner = next(o for o in main.ops if o.id == v.owner)
             if owner.kind in ("tx8be.Constant", "tx8be.LoadConst"):
@@ -895,12 +894,12 @@ def build_program(module: Module, hw: ChipConfig) -> Program:
                     "nothing to DDR; the program cannot return it"
                 )
     placed = [*inputs, *constants.values(), *(o.tensor for o in outputs if o.tensor)]
-    for t in placed:
-        if t.addr < 0:
+    for tensor in placed:
+        if tensor.addr < 0:
             raise Tx8labError(
-                f"program: {t.name} has no ddr_addr; run opt-ddr (the default pipeline) first"
+                f"program: {tensor.name} has no ddr_addr; run opt-ddr (the default pipeline) first"
             )
-    ddr_bytes = max((t.addr + t.nbytes for t in placed), default=0)
+    ddr_bytes = max((d.addr + d.nbytes for d in placed), default=0)
     return Program(
         str(module.attrs.get("tx8.model", "unnamed model")),
         hw.name,
