@@ -65,7 +65,13 @@ from tx8lab.core.grouping import is_compute
 from tx8lab.core.ir import TERMINATORS, Module, Op
 from tx8lab.core.ops import get_op_def
 from tx8lab.core.ops.registry import SliceShape
-from tx8lab.core.program import group_schedule, strategy_of, value_names
+from tx8lab.core.program import (
+    group_schedule,
+    lifetime_label,
+    lifetime_labels,
+    strategy_of,
+    value_names,
+)
 from tx8lab.core.schedule.sw_pipeline import Instance, expand
 from tx8lab.core.schedule.tasks import (
     Buffer,
@@ -177,13 +183,7 @@ def _tables(
 ) -> dict[str, tuple[list[int], int]]:
     """Each root and imm buffer's addresses (see the module docstring, **Addresses**)."""
     offsets = {str(lid): int(off) for lid, off, _ in group.attrs["spm_offsets"]}
-    generations: dict[str, int] = {}
-    runs: dict[str, int] = {}
-    for inst in instances:
-        for u in inst.writes:
-            generations[u.root] = max(generations.get(u.root, 0), u.generation + 1)
-        for b in inst.imm:
-            runs[b] = runs.get(b, 0) + 1
+    generations, runs = lifetime_labels(instances)
 
     def offset(label: str, buffer: str) -> int:
         if label not in offsets:
@@ -194,11 +194,8 @@ def _tables(
         return offsets[label]
 
     tables: dict[str, tuple[list[int], int]] = {}
-    for root, count in generations.items():
-        labels = [root] if count == 1 else [f"{root}@{g}" for g in range(count)]
-        tables[root] = _rotation([offset(label, root) for label in labels], multi_buffer)
-    for name, count in runs.items():
-        labels = [name] if count == 1 else [f"{name}@{k}" for k in range(count)]
+    for name, count in (*generations.items(), *runs.items()):
+        labels = [lifetime_label(name, k, count) for k in range(count)]
         tables[name] = _rotation([offset(label, name) for label in labels], multi_buffer)
     return tables
 

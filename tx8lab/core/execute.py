@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from tx8lab.core.codegen_c import MAX_LOOP_DEPTH, MAX_SHAPE_DIM, c_function
+from tx8lab.core.codegen_c import MAX_LOOP_DEPTH, MAX_SHAPE_DIM, c_function, prototype
 from tx8lab.core.dtypes import FLOAT_DTYPES
 from tx8lab.core.hostmodel import (
     Machine,
@@ -141,32 +141,22 @@ def host_source(mesh_cols: int) -> str:
         if name in seen:
             continue
         seen.add(name)
-        args = [f"const {opdef.c_param} *param"]
         spec = opdef.num_operands
+        body = []
         if _variadic(spec):
-            args += ["TSR *const *ins", "int32_t num_ins"]
             ins, nins = "ins", "num_ins"
         else:
             count = spec if isinstance(spec, int) else spec[0]
-            args += [f"TSR *in{i}" for i in range(count)]
-            ins = f"in_{name}"
-            nins = str(count)
-        args += ["TSR *imm", "TSR *psum"]
-        if opdef.c_multi_results:
-            args += ["TSR *const *outs", "int32_t num_outs"]
-            outs, nouts = "outs", "num_outs"
-        else:
-            args.append("TSR *out")
-            outs, nouts = f"out_{name}", "1"
-        body = []
-        if not _variadic(spec):
-            count = spec if isinstance(spec, int) else spec[0]
+            ins, nins = f"in_{name}", str(count)
             items = ", ".join(f"in{i}" for i in range(count)) or "NULL"
             body.append(f"    TSR *{ins}[{max(1, count)}] = {{{items}}};")
-        if not opdef.c_multi_results:
+        if opdef.c_multi_results:
+            outs, nouts = "outs", "num_outs"
+        else:
+            outs, nouts = f"out_{name}", "1"
             body.append(f"    TSR *{outs}[1] = {{out}};")
         lines += [
-            f"uint64_t {name}({', '.join(args)}) {{",
+            prototype(opdef).removesuffix(";") + " {",  # the header's own declaration
             *body,
             f'    return host_cb("{name}", param, {ins}, {nins}, imm, psum, {outs}, {nouts}, 0);',
             "}",
@@ -265,24 +255,13 @@ class _Driver:
     tile: int = 0
     error: BaseException | None = None
     calls: int = 0
-    last: str = ""
 
-    def call(
-        self,
-        fn: bytes,
-        param: int | None,
-        ins: Any,
-        num_ins: int,
-        imm: Any,
-        psum: Any,
-        outs: Any,
-        num_outs: int,
-        ddr: int,
-    ) -> int:
+    def call(self, fn: bytes, *args: Any) -> int:
+        """The ctypes callback: :meth:`_call`, its error kept for after the group returns."""
         if self.error is not None:
             return 0
         try:
-            self._call(fn.decode(), param, ins, num_ins, imm, psum, outs, num_outs, ddr)
+            self._call(fn.decode(), *args)
         except BaseException as err:  # reported after the group function returns
             self.error = err
         return 0
@@ -304,7 +283,6 @@ class _Driver:
         index = self.machine.position[self.tile]
         common = _Common.from_address(param) if param else _Common()
         at = tuple(int(v) for v in common.at)
-        self.last = f"tile {self.tile}: {fn}(op {common.op}, at {list(at)})"
         if index >= len(commands):
             raise ProgramError(
                 f"tile {self.tile}: main.c calls {fn} (op %{common.op}, loops {list(at)}) "

@@ -51,12 +51,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from tx8lab.core.attrs import LayoutMode
 from tx8lab.core.dtypes import numpy_dtype, round_to
 from tx8lab.core.ir import Module, Op
 from tx8lab.core.layouts import pack, unpack
 from tx8lab.core.ops import get_op_def
 from tx8lab.core.ops.registry import Window, value_bytes
-from tx8lab.core.program import Access, Command, DdrTensor, Program, layout_mode
+from tx8lab.core.program import Access, Command, DdrTensor, Program
 from tx8lab.errors import ProgramError, Tx8labError
 
 Array = npt.NDArray[Any]
@@ -189,7 +190,6 @@ class Machine:
                 if c.psum is not None and not c.psum_init:
                     last[(c.psum.lifetime, c.psum.value)] = i
             self.last_read[tile] = last
-        self.seconds = 0.0
 
     # ------------------------------------------------------------------ DDR
     def place(self, tensor: DdrTensor, array: Array) -> None:
@@ -207,7 +207,7 @@ class Machine:
         t = self.tensors.get(addr)
         if t is not None and (t.shape, t.dtype, t.layout) == (shape, dtype, layout):
             return t
-        nbytes = value_bytes(shape, dtype, layout_mode(layout))
+        nbytes = value_bytes(shape, dtype, LayoutMode(layout))
         if addr < 0 or addr + nbytes > len(self.ddr):
             raise ProgramError(
                 f"{name}: DDR range 0x{addr:x}+{nbytes} is outside the DDR image of "
@@ -299,7 +299,7 @@ class Machine:
             )
 
     def _holder_bytes(self, c: Command, a: Access) -> int:
-        need = value_bytes(a.holder_shape, a.dtype, layout_mode(a.layout))
+        need = value_bytes(a.holder_shape, a.dtype, LayoutMode(a.layout))
         if need > a.nbytes:
             raise self._fail(
                 c,
@@ -420,7 +420,7 @@ class Machine:
         image = bytes(self.spm[c.tile][a.addr : a.addr + nbytes])
         return np.array(unpack(image, a.holder_shape, a.dtype, a.layout)[sl])
 
-    def clobber(self, c: Command, a: Access, data: Array | None, index: int) -> None:
+    def clobber(self, c: Command, a: Access, data: Array | None) -> None:
         """The op overwrote operand ``a`` in place: new bytes, and the value is gone."""
         region = self._find(c.tile, a)
         if region is None or _empty(a.window):
@@ -433,7 +433,6 @@ class Machine:
         image = pack(region.array, a.dtype, a.layout)
         self.spm[c.tile][a.addr : a.addr + len(image)] = image
         region.clobbered_by = c
-        del index
 
     def scratch(self, c: Command, a: Access, index: int) -> None:
         """The op's imm region: claimed for it and filled with garbage."""
@@ -460,7 +459,6 @@ class Machine:
     # ------------------------------------------------------------------ commands
     def execute(self, c: Command, index: int) -> None:
         """Run command number ``index`` of its tile (addresses as ``c`` gives them)."""
-        start = time.perf_counter()
         if c.what in ("load", "load_const"):
             data = self.ddr_read(c.reads[0], c)
             self.spm_write(c, c.writes[0], data, index)
@@ -469,7 +467,6 @@ class Machine:
             self.ddr_write(c.writes[0], c, data)
         elif c.what == "compute":
             self._compute(c, index)
-        self.seconds += time.perf_counter() - start
 
     def _compute(self, c: Command, index: int) -> None:
         op = self.ops[c.op_id]
@@ -499,7 +496,7 @@ class Machine:
         for j in c.clobbers:
             if j < len(c.reads) and c.reads[j].space == "spm":
                 left = _clobbered_value(entry, op, j, inputs) if not empty else None
-                self.clobber(c, c.reads[j], left, index)
+                self.clobber(c, c.reads[j], left)
 
 
 def _clobbered_value(entry: Any, op: Op, index: int, inputs: Sequence[Array]) -> Array | None:
@@ -645,17 +642,6 @@ def run_program(program: Program, module: Module, inputs: Sequence[Array], spm_b
     return Run(outputs_of(machine, module, inputs), machine.trace, seconds, machine)
 
 
-def tile_count(program: Program) -> int:
-    """Tiles with at least one command."""
-    return sum(1 for c in program.tiles.values() if c)
-
-
-def mean_commands(program: Program) -> float:
-    """Commands per tile, averaged over the tiles."""
-    counts = [len(c) for c in program.tiles.values()]
-    return sum(counts) / max(1, len(counts))
-
-
 __all__ = [
     "Machine",
     "Run",
@@ -663,9 +649,7 @@ __all__ = [
     "command_addrs",
     "compute_slice",
     "expected_entry",
-    "mean_commands",
     "outputs_of",
     "run_program",
     "setup",
-    "tile_count",
 ]

@@ -60,12 +60,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from tx8lab.core.attrs import LayoutMode
 from tx8lab.core.codegen_c import c_function
 from tx8lab.core.grouping import is_compute
-from tx8lab.core.ir import TERMINATORS, Module, Op, Value
+from tx8lab.core.ir import TERMINATORS, Module, Op, TensorType, Value
 from tx8lab.core.ops import get_op_def
 from tx8lab.core.ops.registry import Window, op_layout, value_bytes
-from tx8lab.core.schedule.slicing import linked_dims
+from tx8lab.core.schedule.slicing import LOOP_STAGE, linked_dims
 from tx8lab.core.schedule.stages import StageSettings, run_group
 from tx8lab.core.schedule.sw_pipeline import Instance, Use, expand
 from tx8lab.core.schedule.tasks import (
@@ -254,8 +255,6 @@ class Program:
 
 
 def _access_text(a: Access) -> str:
-    if a.space == "ddr":
-        return f"{a.buffer}@0x{a.addr:x}{_box_text(a.window)}"
     return f"{a.buffer}@0x{a.addr:x}{_box_text(a.window)}"
 
 
@@ -332,9 +331,14 @@ def lifetime_labels(instances: Sequence[Instance]) -> tuple[dict[str, int], dict
     return generations, runs
 
 
+def lifetime_label(buffer: str, index: int, count: int) -> str:
+    """Buffer-life's label of version ``index`` of ``count``: ``%7`` alone, else ``%7@2``."""
+    return buffer if count == 1 else f"{buffer}@{index}"
+
+
 def use_label(use: Use, generations: Mapping[str, int]) -> str:
     """The lifetime label of a buffer version (``%7`` or ``%7@2``)."""
-    return use.root if generations.get(use.root, 1) == 1 else f"{use.root}@{use.generation}"
+    return lifetime_label(use.root, use.generation, generations.get(use.root, 1))
 
 
 def region_tiles(group: Op, hw: ChipConfig) -> list[int]:
@@ -368,8 +372,6 @@ class _GroupBoxes:
     """Iteration boxes of a group's compute ops per (tile, loop indices)."""
 
     def __init__(self, group: Op, strategy: Strategy, ops: Mapping[int, Op]) -> None:
-        self.group = group
-        self.ops = ops
         self.strategy = strategy
         links = linked_dims(group)
         self.root = links.root
@@ -391,8 +393,6 @@ class _GroupBoxes:
                 if q > 1:
                     factor[self.root[(op_id, i)]] = q
         self.stage_roots: dict[str, list[tuple[tuple[int, int], int]]] = {}
-        from tx8lab.core.schedule.slicing import LOOP_STAGE
-
         for root in sorted(factor):
             stage = LOOP_STAGE[links.loop[root]]
             self.stage_roots.setdefault(stage, []).append((root, factor[root]))
@@ -714,7 +714,7 @@ def _command(
     imm_name = f"%{op.id}.imm"
     imm = None
     if imm_name in inst.imm:
-        label = imm_name if runs.get(imm_name, 1) == 1 else f"{imm_name}@{imm_run}"
+        label = lifetime_label(imm_name, imm_run, runs.get(imm_name, 1))
         if label not in offsets:
             raise Tx8labError(
                 f"program: {where}: spm_offsets has no lifetime {label!r} for its scratch; "
@@ -745,16 +745,9 @@ def _ddr_access(op: Op, shape: Sequence[int], dtype: str, layout: str, window: W
         raise Tx8labError(
             f"program: {op.label} has no ddr_addr; run opt-ddr (the default pipeline) first"
         )
-    nbytes = value_bytes(tuple(shape), dtype, layout_mode(layout))
+    nbytes = value_bytes(tuple(shape), dtype, LayoutMode(layout))
     name = f"DDR_{op.id}"
     return Access("ddr", name, name, "", int(addr), nbytes, dtype, layout, _whole(shape), window)
-
-
-def layout_mode(layout: str) -> Any:
-    """The ``LayoutMode`` of a layout value string."""
-    from tx8lab.core.attrs import LayoutMode
-
-    return LayoutMode(layout)
 
 
 def _with_holders(drafts: list[Command]) -> list[Command]:
@@ -785,6 +778,16 @@ def _with_holders(drafts: list[Command]) -> list[Command]:
 
 
 # ---------------------------------------------------------------------- the module
+
+
+def _placed(
+    name: str, op: Op, ttype: TensorType, source: Literal["input", "const", "output"], index: int
+) -> DdrTensor:
+    """The DDR tensor ``op`` moves, at its ``ddr_addr`` (-1 when opt-ddr did not run)."""
+    layout = op_layout(op).value
+    nbytes = value_bytes(ttype.shape, ttype.dtype, LayoutMode(layout))
+    addr = int(op.attrs.get("ddr_addr", -1))
+    return DdrTensor(name, addr, ttype.shape, ttype.dtype, layout, nbytes, source, index)
 
 
 def build_program(module: Module, hw: ChipConfig) -> Program:
@@ -821,37 +824,13 @@ def build_program(module: Module, hw: ChipConfig) -> Program:
                 if src is not None and src.is_arg:
                     loaded_args.setdefault(src.index, []).append(op)
             elif op.kind == "tx8be.LoadConst":
-                t = op.results[0].type
-                layout = op_layout(op).value
-                constants.setdefault(
-                    int(op.attrs.get("ddr_addr", -1)),
-                    DdrTensor(
-                        f"%{op.id}",
-                        int(op.attrs.get("ddr_addr", -1)),
-                        t.shape,
-                        t.dtype,
-                        layout,
-                        value_bytes(t.shape, t.dtype, layout_mode(layout)),
-                        "const",
-                        op.id,
-                    ),
-                )
+                const = _placed(f"%{op.id}", op, op.results[0].type, "const", op.id)
+                constants.setdefault(const.addr, const)
         ret = body.ops[-1]
         for r, v in zip(top.results, ret.operands, strict=True):
             owner = None if v.is_arg else next((o for o in body.ops if o.id == v.owner), None)
             if owner is not None and owner.kind == STORE:
-                t = v.type
-                layout = op_layout(owner).value
-                stored[r.key] = DdrTensor(
-                    f"%{owner.id}",
-                    int(owner.attrs.get("ddr_addr", -1)),
-                    t.shape,
-                    t.dtype,
-                    layout,
-                    value_bytes(t.shape, t.dtype, layout_mode(layout)),
-                    "output",
-                    r.index,
-                )
+                stored[r.key] = _placed(f"%{owner.id}", owner, v.type, "output", r.index)
         if top.attrs.get("need_barrier"):
             barriers.append(top.id)
             for tile in tiles:  # main() calls tsm_barrier() on every tile
@@ -860,23 +839,11 @@ def build_program(module: Module, hw: ChipConfig) -> Program:
                         tile, top.id, "barrier", "tsm_barrier", top.id, top.kind, "sync", "sync"
                     )
                 )
-    inputs = []
-    for arg in main.args:
-        for load in loaded_args.get(arg.index, []):
-            layout = op_layout(load).value
-            t = arg.type
-            inputs.append(
-                DdrTensor(
-                    f"%arg{arg.index}",
-                    int(load.attrs.get("ddr_addr", -1)),
-                    t.shape,
-                    t.dtype,
-                    layout,
-                    value_bytes(t.shape, t.dtype, layout_mode(layout)),
-                    "input",
-                    arg.index,
-                )
-            )
+    inputs = [
+        _placed(f"%arg{arg.index}", load, arg.type, "input", arg.index)
+        for arg in main.args
+        for load in loaded_args.get(arg.index, [])
+    ]
     outputs = []
     ret = main.ops[-1]
     for i, v in enumerate(ret.operands):
@@ -925,6 +892,7 @@ __all__ = [
     "build_program",
     "group_program",
     "group_schedule",
+    "lifetime_label",
     "lifetime_labels",
     "region_tiles",
     "strategy_of",
