@@ -110,14 +110,17 @@ def test_tolerance_catches_a_row_read_one_off() -> None:
     want = rng.standard_normal((4, 64)).astype(np.float16)
     got = want.copy()
     got[2] = want[1]  # the row next door: what a one-row-off address reads
-    diff = compare_outputs([got], [want], ["f16"], reordered=True)[0]
+    diff = compare_outputs([got], [want], ["f16"], rounding="f16")[0]
     assert not diff.ok
     assert diff.max_abs > 10 * diff.tolerance
     # one ulp at the largest magnitude is inside the bound
     scale = float(np.abs(want.astype(np.float64)).max())
-    assert tolerance("f16", want, True) == pytest.approx(4 * 2.0**-10 * max(1.0, scale))
-    assert tolerance("i32", want, True) == 0.0
-    assert tolerance("f16", want, False) == 0.0
+    assert tolerance("f16", want, "f16") == pytest.approx(4 * 2.0**-10 * max(1.0, scale))
+    assert tolerance("i32", want, "f16") == 0.0
+    assert tolerance("f16", want, None) == 0.0
+    # an f32 output of a program that computes in bf16 gets the bf16 ulp, not its own
+    assert tolerance("f32", want, "bf16") == pytest.approx(4 * 2.0**-7 * max(1.0, scale))
+    assert tolerance("f32", want, "f32") == pytest.approx(4 * 2.0**-23 * max(1.0, scale))
 
 
 def _replace_group(module: Module, group_id: int, new: Op) -> Module:

@@ -31,7 +31,9 @@ Readings chosen where the seed is vague:
   each fresh write; when the table repeats with period ``multi_buffer`` it is cut to
   ``multi_buffer`` entries indexed ``n % multi_buffer`` (the rotation), else it lists
   every generation's offset (the allocator gave later generations other places). A
-  psum accumulator takes a new one when its reduction loop restarts (``i == 0``); an
+  psum accumulator takes a new one when its reduction loop restarts (``i == 0``), a
+  buffer that holds a loop's chunks side by side (``Buffer.chunk_loops``) when each of
+  those loops is at 0; an
   in-place result takes its source's current address; a task's scratch (``imm``) takes
   one per run.
 - **Reloads.** A load inside a loop whose buffer a later call overwrites (the op
@@ -358,6 +360,9 @@ def _emit_task(ctx: _Ctx, task: Task, loops: Sequence[tuple[str, int]], depth: i
         assign = f"t_{n}.addr = spm_{n}[{index}];"
         if buf.kind == "psum" and loops:
             assign = f"if {psum_init} {assign}"
+        elif buf.chunk_loops and loops:
+            first = " && ".join(f"{var} == 0" for var, _ in loops[-buf.chunk_loops :])
+            assign = f"if ({first}) {assign}"
         ctx.lines.append(pad + assign)
     imm = f"%{op.id}.imm"
     psum = f"%{op.id}.psum"

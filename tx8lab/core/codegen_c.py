@@ -45,8 +45,9 @@ from tx8lab.errors import Tx8labError
 
 #: Largest rank of an ``L_SHAPE`` / ``G_SHAPE`` / iteration slice.
 MAX_SHAPE_DIM = 8
-#: Loops around a call (the NH, OC and IC stages).
-MAX_LOOP_DEPTH = 3
+#: Loops around a call: one per stage (NH, OC, IC), or one per split group dim where a
+#: partial sum needs its own loop (``slicing.loop_slots``).
+MAX_LOOP_DEPTH = 6
 
 #: IR dtype -> the seed's ``Data_Format`` name.
 FORMATS: dict[str, str] = {

@@ -28,9 +28,10 @@ Readings chosen where the seed is vague:
   product repeats the work of tile ``local mod product`` (the same bytes; every tile
   runs the same code, as main.c does). Pieces that still land on other tiles are not
   moved (no NoC yet): the host model reports the read.
-- **Loops.** A Repeat's index counts the chunks of the group dims of its stage that are
-  split (a stage's count is the product of their splits): mixed radix in the order of
-  the group dims, last fastest. An op split by 1 on a dim takes its tile's whole piece.
+- **Loops.** The ``k``-th Repeat around a task is loop ``k`` of ``slicing.loop_slots``;
+  its index counts the chunks of the split group dims of that loop (one stage's, or one
+  group dim when a partial sum needs its own loop): mixed radix in the order of the group
+  dims, last fastest. An op split by 1 on a dim takes its tile's whole piece.
 - **Boxes.** Iteration dim ``i`` of size ``S`` with shard ``s`` and split ``q``: the tile's
   piece is ``ceil(S / s)``, a chunk ``ceil(piece / q)`` (``slice_extent``); chunk ``k`` of
   tile coordinate ``c`` is ``[c * piece + k * chunk, ...)``, clipped to the piece and to
@@ -66,7 +67,7 @@ from tx8lab.core.grouping import is_compute
 from tx8lab.core.ir import TERMINATORS, Module, Op, TensorType, Value
 from tx8lab.core.ops import get_op_def
 from tx8lab.core.ops.registry import Window, op_layout, value_bytes
-from tx8lab.core.schedule.slicing import LOOP_STAGE, linked_dims
+from tx8lab.core.schedule.slicing import linked_dims, loop_slots
 from tx8lab.core.schedule.stages import StageSettings, run_group
 from tx8lab.core.schedule.sw_pipeline import Instance, Use, expand
 from tx8lab.core.schedule.tasks import (
@@ -85,8 +86,6 @@ LOADS = frozenset({"tx8be.LoadVar", "tx8be.LoadConst"})
 STORE = "tx8be.StoreVar"
 #: Top-level ops that need no code (see ``tx8lab.core.codegen``).
 NO_CODE = frozenset({"tx8be.Tuple", "tx8be.Constant", "tx8be.LoadConst"})
-#: Loops a command can sit in (the three stages).
-MAX_LOOP_DEPTH = 3
 
 What = Literal["load", "load_const", "store", "compute", "barrier"]
 
@@ -386,16 +385,11 @@ class _GroupBoxes:
                     f"program: group %{group.id} cuts %{op_id} across chips ({st.chips}); "
                     "the program of a multi-chip plan is not built yet, run with one chip"
                 )
-        # each stage's split group dims (in root order) and their factors
-        factor: dict[tuple[int, int], int] = {}
-        for op_id, st in strategy.ops.items():
-            for i, q in enumerate(st.split):
-                if q > 1:
-                    factor[self.root[(op_id, i)]] = q
-        self.stage_roots: dict[str, list[tuple[tuple[int, int], int]]] = {}
-        for root in sorted(factor):
-            stage = LOOP_STAGE[links.loop[root]]
-            self.stage_roots.setdefault(stage, []).append((root, factor[root]))
+        # the loop of each split group dim and its digit in that loop's index
+        self.digit: dict[tuple[int, int], tuple[int, int, tuple[int, ...]]] = {}
+        for k, slot in enumerate(loop_slots(group, strategy)):
+            for d, root in enumerate(slot.roots):
+                self.digit[root] = (k, d, slot.splits)
         # tile order of the group dims: a dim fewer ops shard varies slower
         sharded_by: dict[tuple[int, int], int] = {}
         for op_id, st in strategy.ops.items():
@@ -404,12 +398,13 @@ class _GroupBoxes:
         self.tile_order = {r: (n, r) for r, n in sharded_by.items()}
         self._coords: dict[tuple[int, int], dict[int, int]] = {}
 
-    def chunk_index(self, root: tuple[int, int], at: Mapping[str, int]) -> int:
-        for stage, roots in self.stage_roots.items():
-            for k, (r, _) in enumerate(roots):
-                if r == root:
-                    return _digits(at.get(stage, 0), [f for _, f in roots])[k]
-        return 0
+    def chunk_index(self, root: tuple[int, int], at: Sequence[int]) -> int:
+        """Chunk of group dim ``root`` at loop indices ``at`` (outermost first)."""
+        got = self.digit.get(root)
+        if got is None:
+            return 0
+        k, d, splits = got
+        return _digits(at[k] if k < len(at) else 0, splits)[d]
 
     def tile_coords(self, op_id: int, local: int) -> dict[int, int]:
         key = (op_id, local)
@@ -425,7 +420,7 @@ class _GroupBoxes:
             self._coords[key] = got
         return got
 
-    def box(self, op_id: int, local: int, at: Mapping[str, int]) -> Window:
+    def box(self, op_id: int, local: int, at: Sequence[int]) -> Window:
         st = self.strategy.ops[op_id]
         coords = self.tile_coords(op_id, local)
         out = []
@@ -505,7 +500,7 @@ def group_program(group: Op, hw: ChipConfig) -> dict[int, list[Command]]:
         drafts: list[Command] = []
         for n, inst in enumerate(instances):
             around = loops[inst.task.id]
-            at = {stage: i for (stage, _), i in zip(around, inst.iteration, strict=True)}
+            at = inst.iteration
             drafts.append(
                 _command(
                     inst,
@@ -537,7 +532,7 @@ def _value_of(op: Op, key: ValueKey) -> Value:
 def _load_window(
     op: Op,
     local: int,
-    at: Mapping[str, int],
+    at: Sequence[int],
     readers: Mapping[ValueKey, list[tuple[Op, int]]],
     boxes: _GroupBoxes,
 ) -> Window:
@@ -553,7 +548,7 @@ def _produced_window(
     key: ValueKey,
     ops: Mapping[int, Op],
     local: int,
-    at: Mapping[str, int],
+    at: Sequence[int],
     readers: Mapping[ValueKey, list[tuple[Op, int]]],
     boxes: _GroupBoxes,
 ) -> Window:
@@ -569,7 +564,7 @@ def _command(
     around: Sequence[tuple[str, int]],
     tile: int,
     local: int,
-    at: Mapping[str, int],
+    at: Sequence[int],
     step: int,
     imm_run: int,
     group: Op,
@@ -883,7 +878,6 @@ def build_program(module: Module, hw: ChipConfig) -> Program:
 
 
 __all__ = [
-    "MAX_LOOP_DEPTH",
     "Access",
     "Command",
     "DdrTensor",

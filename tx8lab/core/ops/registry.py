@@ -203,6 +203,21 @@ def slice_extent(size: int, shard: int, split: int) -> int:
     return -(-per_tile // split)
 
 
+def effective_split(size: int, shard: int, split: int) -> int:
+    """The chunks of a split that hold data: ``split`` leaves the rest empty.
+
+    A tile's piece of ``ceil(size / shard)`` cut into chunks of :func:`slice_extent` needs
+    only ``ceil(piece / chunk)`` of them; a larger split runs iterations over nothing (and a
+    split reduction's last partial sum would land on an empty chunk).
+
+    Examples:
+        >>> effective_split(96, 1, 64), effective_split(96, 1, 128), effective_split(512, 1, 8)
+        (48, 96, 8)
+    """
+    per_tile = -(-size // shard)
+    return -(-per_tile // slice_extent(size, shard, split)) if per_tile else 1
+
+
 def value_bytes(shape: Sequence[int], dtype: str, layout: LayoutMode = LayoutMode.Tensor) -> int:
     """Bytes a tensor of ``shape``/``dtype`` takes in SPM under ``layout``.
 
@@ -517,6 +532,14 @@ class OpDef:
                         f"{op.label}: dim {dim.name} (size {dim.size}) cannot be {how}; "
                         f"set its {field} to 1"
                     )
+        for dim, cut, split in zip(dims, strategy.per_tile(), strategy.split, strict=True):
+            full = effective_split(dim.size, cut, split)
+            if split > full:
+                raise self.fail(
+                    f"{op.label}: split {split} of dim {dim.name} (size {dim.size}, "
+                    f"{-(-dim.size // cut)} per tile) leaves {split - full} of its chunks "
+                    f"empty; split it by {full}"
+                )
         return dims
 
     def temporal_slice_shape(self, op: Op, strategy: OpStrategy | None = None) -> SliceShape:

@@ -45,7 +45,10 @@ Readings chosen where the seed is vague:
   is the whole channel (one useful piece). Types without a Cx layout (i64, i1) align to 1.
   Invalid vectors (sharding a dim the op forbids, ``isValid`` in the seed) are left out.
 - **getNextSplit** doubles the current split (the seed's "2 -> 4"), capped at the
-  per-tile size (a larger split would only add empty chunks); a dim is at
+  per-tile size and brought down to the chunks that hold data (96 split by 64 is 48
+  chunks of 2: :func:`~tx8lab.core.ops.registry.effective_split`; an empty chunk would
+  run an iteration over nothing, and a split reduction's last partial sum would land on
+  it, so ``check_strategy`` refuses such splits); a dim is at
   ``sliceShapeMin`` when doubling would make its slice (``ceil(ceil(size / shard) /
   split)``) smaller than its minimum: the align base for the channel and for reduction
   dims (they are the last dim of an operand), 1 otherwise. Reduction dims (Gemm K, conv
@@ -80,6 +83,7 @@ from tx8lab.core.layouts import ALIGNED_DTYPES
 from tx8lab.core.ops import OPS, get_op_def
 from tx8lab.core.ops.registry import (
     ShardingSplitParam,
+    effective_split,
     iteration_vector,
     slice_extent,
 )
@@ -266,7 +270,7 @@ def next_split(size: int, shard: int, split: int, minimum: int) -> int | None:
         >>> next_split(512, 1, 2, 64), next_split(512, 1, 8, 64), next_split(5, 1, 4, 1)
         (4, None, 5)
     """
-    nxt = min(split * 2, -(-size // shard))
+    nxt = effective_split(size, shard, min(split * 2, -(-size // shard)))
     before = slice_extent(size, shard, split)
     after = slice_extent(size, shard, nxt)
     if after < minimum or after >= before:

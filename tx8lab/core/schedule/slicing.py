@@ -26,7 +26,14 @@ Readings chosen where the seed is vague:
 - **Stages.** ``ic`` is STAGEIC2IC (the reduction split in time: partial sums go from IC
   to IC), ``oc`` STAGEIC2OC, ``nh`` STAGEOC2NH. Loops nest NH (outer) > OC > IC (inner),
   the seed's IC -> OC -> NH concatenation read inside out. A stage's loop count is the
-  product of the splits of its group dims; a stage counting 1 has no loop.
+  product of the splits of its group dims; a stage counting 1 has no loop. A partial sum
+  restarts when its loop index is back at 0, so a stage whose split dim an op sums over
+  may split no other group dim (one index cannot carry both chunk counts; nesting a loop
+  per group dim would lift this): such a strategy is an error naming both dims.
+- **Reads of the whole.** A group dim that a compute op produces in pieces while another
+  op reads the value whole along it (a MatMul's N feeding a Reshape that splits it into
+  heads) cannot be sharded: a tile would need the other tiles' pieces. It can be split in
+  time: the buffer then holds every chunk side by side (``Buffer.chunk_loops``).
 - **Consistency.** Within one group dim every op splits by the same factor or by 1; 1 means
   the op takes that dim whole, so it runs outside that loop and its buffer holds every
   chunk. Other mixes are an error naming both ops.
@@ -82,14 +89,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from tx8lab.core.attrs import Engine as OpEngine
 from tx8lab.core.grouping import is_compute
 from tx8lab.core.ir import TERMINATORS, Module, Op
 from tx8lab.core.ops import OPS, get_op_def
-from tx8lab.core.ops.registry import IterDim, SliceShape, op_layout, slice_extent, value_bytes
+from tx8lab.core.ops.registry import (
+    IterDim,
+    SliceShape,
+    effective_split,
+    op_layout,
+    slice_extent,
+    value_bytes,
+)
 from tx8lab.core.schedule.tasks import (
     Buffer,
     Engine,
@@ -143,12 +157,35 @@ class OpPlan:
     """The group loop of each iteration dim (its group dim's loop)."""
     varies: frozenset[Loop]
     """Loops whose chunk changes this op's slice (it runs inside them)."""
+    roots: tuple[tuple[int, int], ...] = ()
+    """The group dim of each iteration dim."""
+    slots: frozenset[int] = frozenset()
+    """Indices (in :attr:`SlicePlan.slots`) of the loops whose chunk changes its slice."""
 
     @property
     def stage(self) -> str:
         """The innermost stage it varies with ("" when it runs once)."""
         inner = _innermost(self.varies)
         return LOOP_STAGE[inner] if inner else ""
+
+
+@dataclass(frozen=True)
+class LoopSlot:
+    """One loop of the nest: the split group dims its index counts (mixed radix, last fastest)."""
+
+    loop: Loop
+    roots: tuple[tuple[int, int], ...]
+    splits: tuple[int, ...]
+
+    @property
+    def stage(self) -> str:
+        """Its stage label."""
+        return LOOP_STAGE[self.loop]
+
+    @property
+    def times(self) -> int:
+        """Iterations: the product of its splits."""
+        return math.prod(self.splits)
 
 
 @dataclass(frozen=True)
@@ -162,6 +199,8 @@ class SlicePlan:
     tiles: int
     """Tiles the group runs on (the largest product of an op's shards)."""
     notes: tuple[str, ...] = ()
+    slots: tuple[LoopSlot, ...] = ()
+    """The loop nest, outermost first (module docstring, **Stages**)."""
 
 
 # ---------------------------------------------------------------- the group body
@@ -237,6 +276,7 @@ class _Body:
         for op in self.compute:
             for i in range(len(self.dims[op.id])):
                 find((op.id, i))
+        taken_whole: list[tuple[tuple[int, int], Op, ValueKey]] = []
         for key in list(self.producer):
             prod, r = self.producer[key]
             readers = self.compute_users(key)
@@ -255,6 +295,15 @@ class _Body:
                         members.append((user.id, at))
                 for other in members[1:]:
                     union(members[0], other)
+                whole = [
+                    user
+                    for user, j in readers
+                    if (e >= len(self.omaps[user.id][j]) or self.omaps[user.id][j][e] is None)
+                ]
+                # a compute producer's chunks of the dim, read whole by another op
+                made = prod.id in self.dims and self.rmaps[prod.id][r][e] is not None
+                if made and whole and prod.results[r].type.shape[e] > 1:
+                    taken_whole.append((members[0], whole[0], key))
         self.group_dim: dict[tuple[int, int], tuple[int, int]] = {m: find(m) for m in parent}
         loops: dict[tuple[int, int], set[str]] = {}
         for (op_id, i), root in self.group_dim.items():
@@ -263,6 +312,10 @@ class _Body:
             root: "ic" if "ic" in got else "oc" if "oc" in got else "nh"
             for root, got in loops.items()
         }
+        self.read_whole: dict[tuple[int, int], tuple[Op, ValueKey]] = {}
+        """Group dim -> a compute op that reads a value carrying it whole (and the value)."""
+        for member, user, key in taken_whole:
+            self.read_whole.setdefault(find(member), (user, key))
         self.members: dict[tuple[int, int], list[tuple[int, int]]] = {}
         for m, root in sorted(self.group_dim.items()):
             self.members.setdefault(root, []).append(m)
@@ -314,6 +367,17 @@ def _plan(body: _Body, strategy: Strategy) -> SlicePlan:
                 "give one per compute op (or pass strategy=None for the default)"
             )
         slices[op.id] = get_op_def(op.kind).temporal_slice_shape(op, st)
+        for i, shard in enumerate(st.shard):
+            whole = body.read_whole.get(body.group_dim[(op.id, i)])
+            if shard > 1 and whole is not None:
+                reader, key = whole
+                raise Tx8labError(
+                    f"group %{body.group.id}: {_label(op)} shards dim {body.dims[op.id][i].name} "
+                    f"over {shard} tiles, but {_label(reader)} reads "
+                    f"{_value_text(body, key)} whole along that dim, so a tile would need the "
+                    "other tiles' pieces (tile-to-tile traffic is not in the schedule); shard "
+                    "another dim, or split this one in time"
+                )
     # each group dim splits by one factor (or 1: that op takes it whole)
     factor: dict[tuple[int, int], tuple[int, tuple[int, int]]] = {}
     for op in body.compute:
@@ -333,50 +397,140 @@ def _plan(body: _Body, strategy: Strategy) -> SlicePlan:
                     f"{_label(_body_op(body, other_id))} is split by {seen[0]}: linked dims "
                     "take one split (or 1 to take the dim whole)"
                 )
+    slots = _slots(body, {r: f for r, (f, _) in factor.items()})
+    slot_of = {root: k for k, slot in enumerate(slots) for root in slot.roots}
     counts = {stage: 1 for stage in STAGES}
     for root, (split, _) in factor.items():
         counts[LOOP_STAGE[body.loop_of[root]]] *= split
     ops: dict[int, OpPlan] = {}
     for op in body.compute:
         st = strategy.ops[op.id]
-        loops = tuple(body.loop(op.id, i) for i in range(len(body.dims[op.id])))
+        n = len(body.dims[op.id])
+        loops = tuple(body.loop(op.id, i) for i in range(n))
+        roots = tuple(body.group_dim[(op.id, i)] for i in range(n))
         varies = frozenset(loop for loop, s in zip(loops, st.split, strict=True) if s > 1)
-        ops[op.id] = OpPlan(op.id, op.kind, body.dims[op.id], st, slices[op.id], loops, varies)
+        in_slots = frozenset(slot_of[r] for r, s in zip(roots, st.split, strict=True) if s > 1)
+        ops[op.id] = OpPlan(
+            op.id, op.kind, body.dims[op.id], st, slices[op.id], loops, varies, roots, in_slots
+        )
     tiles = max((math.prod(st.shard) for st in strategy.ops.values()), default=1)
-    return SlicePlan(body.group.id, ops, counts, tiles)
+    return SlicePlan(body.group.id, ops, counts, tiles, slots=slots)
+
+
+def _slots(body: _Body, splits: Mapping[tuple[int, int], int]) -> tuple[LoopSlot, ...]:
+    """The loop nest of ``splits`` (group dim -> split), outermost first.
+
+    One loop per stage (NH > OC > IC) counting its split group dims in mixed radix, the
+    seed's reading. A partial sum restarts when the innermost loop around its op is back at
+    0, so in a stage where an op sums over split dims and other dims of the stage are split
+    too, the dims each op sums over get a loop of their own (one loop for all of them, in
+    mixed radix), inside a loop of the stage's other split dims and inside the summed loops
+    of every other dim the op varies with.
+
+    Raises:
+        Tx8labError: two ops sum over overlapping but different sets of split dims, or
+            their loops would have to nest both ways; the message names the ops.
+    """
+    out: list[LoopSlot] = []
+    for loop in _LOOPS:
+        roots = sorted(r for r, f in splits.items() if f > 1 and body.loop_of[r] == loop)
+        groups = _summed_groups(body, roots)
+        if len(roots) < 2 or not groups or groups == [tuple(roots)]:
+            if roots:
+                out.append(LoopSlot(loop, tuple(roots), tuple(splits[r] for r in roots)))
+            continue
+        summed = {r for g in groups for r in g}
+        rest = tuple(r for r in roots if r not in summed)
+        if rest:
+            out.append(LoopSlot(loop, rest, tuple(splits[r] for r in rest)))
+        out.extend(LoopSlot(loop, g, tuple(splits[r] for r in g)) for g in groups)
+    return tuple(out)
+
+
+def _summed_groups(
+    body: _Body, roots: Sequence[tuple[int, int]]
+) -> list[tuple[tuple[int, int], ...]]:
+    """The sets of ``roots`` some op sums over, ordered so each sits inside what it varies with."""
+    if len(roots) < 2:
+        return []
+    inside = set(roots)
+    sets: dict[tuple[tuple[int, int], ...], set[tuple[int, int]]] = {}
+    who: dict[tuple[tuple[int, int], ...], Op] = {}
+    for op in body.compute:
+        mine = [body.group_dim[(op.id, i)] for i in range(len(body.dims[op.id]))]
+        dims = body.dims[op.id]
+        summed = tuple(
+            sorted({r for r, d in zip(mine, dims, strict=True) if d.reduce and r in inside})
+        )
+        if not summed:
+            continue
+        for other, by in who.items():
+            if other != summed and set(other) & set(summed):
+                raise Tx8labError(
+                    f"group %{body.group.id}: {_label(op)} sums over the split dims "
+                    f"{', '.join(_dim_text(body, r) for r in summed)} and {_label(by)} over "
+                    f"{', '.join(_dim_text(body, r) for r in other)}: their partial sums "
+                    "cannot restart with one loop each; split fewer of these dims"
+                )
+        who.setdefault(summed, op)
+        sets.setdefault(summed, set()).update(r for r in mine if r in inside and r not in summed)
+    order: list[tuple[tuple[int, int], ...]] = []
+    left = dict(sets)
+    while left:
+        # a summed set goes next when no dim it varies with is summed by a set still left
+        ready = [
+            g
+            for g, outer in sorted(left.items())
+            if not outer & {r for h in left if h != g for r in h}
+        ]
+        if not ready:
+            names = "; ".join(
+                f"{_label(who[g])} sums over {', '.join(_dim_text(body, r) for r in g)}"
+                for g in left
+            )
+            raise Tx8labError(
+                f"group %{body.group.id}: no loop order keeps these partial sums right "
+                f"({names}): each runs inside the other's loop; split fewer of these dims"
+            )
+        order.append(ready[0])
+        del left[ready[0]]
+    return order
 
 
 def _body_op(body: _Body, op_id: int) -> Op:
     return next(op for op in body.ops if op.id == op_id)
 
 
-def _reset(st: OpStrategy, loops: Sequence[Loop], loop: Loop) -> OpStrategy:
-    """``st`` with the splits of ``loop``'s dims set to 1."""
-    return OpStrategy(
-        st.shard, tuple(1 if lp == loop else s for s, lp in zip(st.split, loops, strict=True))
-    )
+def _reset(st: OpStrategy, roots: Sequence[tuple[int, int]], slot: LoopSlot) -> OpStrategy:
+    """``st`` with the splits of the dims ``slot`` counts set to 1."""
+    split = tuple(1 if r in slot.roots else q for q, r in zip(st.split, roots, strict=True))
+    return OpStrategy(st.shard, split, st.chips)
 
 
-def _operand_varies(op: Op, plan: OpPlan, index: int) -> frozenset[Loop]:
-    """Loops whose chunk changes operand ``index``'s slice."""
+def _operand_varies(op: Op, plan: OpPlan, index: int, slots: Sequence[LoopSlot]) -> frozenset[int]:
+    """Loops (slot indices) whose chunk changes operand ``index``'s slice."""
     entry = get_op_def(op.kind)
     base = plan.slice.operands[index]
     return frozenset(
-        loop
-        for loop in plan.varies
-        if entry.temporal_slice_shape(op, _reset(plan.strategy, plan.loops, loop)).operands[index]
+        k
+        for k in plan.slots
+        if entry.temporal_slice_shape(op, _reset(plan.strategy, plan.roots, slots[k])).operands[
+            index
+        ]
         != base
     )
 
 
-def _result_varies(op: Op, plan: OpPlan, index: int) -> frozenset[Loop]:
-    """Loops whose chunk changes result ``index``'s slice."""
+def _result_varies(op: Op, plan: OpPlan, index: int, slots: Sequence[LoopSlot]) -> frozenset[int]:
+    """Loops (slot indices) whose chunk changes result ``index``'s slice."""
     entry = get_op_def(op.kind)
     base = plan.slice.results[index]
     return frozenset(
-        loop
-        for loop in plan.varies
-        if entry.temporal_slice_shape(op, _reset(plan.strategy, plan.loops, loop)).results[index]
+        k
+        for k in plan.slots
+        if entry.temporal_slice_shape(op, _reset(plan.strategy, plan.roots, slots[k])).results[
+            index
+        ]
         != base
     )
 
@@ -390,24 +544,25 @@ class _Item:
 
     op: Op
     engine: Engine
-    varies: frozenset[Loop]
+    varies: frozenset[int]
+    """Loops (slot indices) whose chunk changes what it touches."""
     reads: list[ValueKey]
     writes: list[ValueKey]
     shapes: dict[ValueKey, tuple[int, ...]] = field(default_factory=dict)
     """Slice shape of each value it reads or writes."""
     path: tuple[int, ...] = ()
     """Ids of the Repeats around it, outermost first."""
-    loops: tuple[tuple[Loop, int], ...] = ()
-    """(loop, times) of each Repeat of ``path``."""
-    value_varies: dict[ValueKey, frozenset[Loop]] = field(default_factory=dict)
+    loops: tuple[tuple[int, int], ...] = ()
+    """(slot index, times) of each Repeat of ``path``."""
+    value_varies: dict[ValueKey, frozenset[int]] = field(default_factory=dict)
     """Loops whose chunk changes each written value (a partial sum does not change with IC)."""
     clobbers: list[ValueKey] = field(default_factory=list)
     """Values it reads whose buffer its kernel overwrites (``clobbered_operands``)."""
 
     @property
     def level(self) -> int:
-        inner = _innermost(self.varies)
-        return _LEVEL[inner] if inner else 0
+        """Depth of its innermost loop (0: outside every loop)."""
+        return max(self.varies, default=-1) + 1
 
     @property
     def id(self) -> str:
@@ -423,15 +578,15 @@ def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
             key = op.results[0].key
             shape: tuple[int, ...] = op.results[0].type.shape
             readers = body.compute_users(key)
-            varies: frozenset[Loop] = frozenset()
+            varies: frozenset[int] = frozenset()
             if readers:
                 shape = (0,) * len(shape)
                 for user, j in readers:
                     got = plan.ops[user.id].slice.operands[j]
                     shape = tuple(max(a, b) for a, b in zip(shape, got, strict=True))
-                    varies |= _operand_varies(user, plan.ops[user.id], j)
+                    varies |= _operand_varies(user, plan.ops[user.id], j, plan.slots)
             # a value some kernel overwrites is reloaded every time that op runs
-            placed = varies.union(*(plan.ops[b.id].varies for b, _ in body.clobbers.get(key, ())))
+            placed = varies.union(*(plan.ops[b.id].slots for b, _ in body.clobbers.get(key, ())))
             items.append(
                 _Item(op, "ld", placed, [], [key], {key: shape}, value_varies={key: varies})
             )
@@ -442,7 +597,7 @@ def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
             prod, r = body.producer[key]
             if prod.id in plan.ops:
                 shape = plan.ops[prod.id].slice.results[r]
-                varies = _result_varies(prod, plan.ops[prod.id], r)
+                varies = _result_varies(prod, plan.ops[prod.id], r, plan.slots)
             else:
                 load = next(it for it in items if it.op.id == prod.id)
                 shape, varies = load.shapes[key], load.varies
@@ -465,13 +620,13 @@ def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
                     notes.append(f"{_label(op)} reads operand {j} from DDR (no load)")
             writes = [r.key for r in op.results]
             shapes.update({r.key: p.slice.results[r.index] for r in op.results})
-            changes = {r.key: _result_varies(op, p, r.index) for r in op.results}
+            changes = {r.key: _result_varies(op, p, r.index, plan.slots) for r in op.results}
             clobbers = [k for k in reads if any(b.id == op.id for b, _ in body.clobbers.get(k, ()))]
             items.append(
                 _Item(
                     op,
                     engine,
-                    p.varies,
+                    p.slots,
                     reads,
                     writes,
                     shapes,
@@ -549,14 +704,14 @@ def _clobber_conflict(body: _Body, items: list[_Item]) -> tuple[ValueKey, _Item,
     return None
 
 
-def _check_clobber_loops(body: _Body, items: list[_Item]) -> None:
+def _check_clobber_loops(body: _Body, plan: SlicePlan, items: list[_Item]) -> None:
     """Raise naming both ops when :func:`_clobber_conflict` finds one."""
     conflict = _clobber_conflict(body, items)
     if conflict is None:
         return
     key, at, other = conflict
     j = next(j for op, j in body.clobbers[key] if op.id == at.op.id)
-    loops = " > ".join(f"{LOOP_STAGE[lp]} x{t}" for lp, t in at.loops)
+    loops = " > ".join(f"{plan.slots[k].stage} x{t}" for k, t in at.loops)
     role = "reads" if key not in other.writes else "loads" if other.engine == "ld" else "computes"
     raise Tx8labError(
         f"group %{body.group.id}: {_label(at.op)} overwrites its operand {j} "
@@ -577,10 +732,10 @@ def _value_text(body: _Body, key: ValueKey) -> str:
 
 def _nest(
     items: list[_Item],
-    counts: Mapping[str, int],
+    slots: Sequence[LoopSlot],
     depth: int,
     path: tuple[int, ...],
-    loops: tuple[tuple[Loop, int], ...],
+    loops: tuple[tuple[int, int], ...],
     ids: list[int],
 ) -> list[Any]:
     """Nodes for ``items`` inside the loop at ``depth`` (0: outside every loop).
@@ -588,29 +743,20 @@ def _nest(
     Returns items and ``(stage, times, body nodes)`` triples (a Repeat each); every item
     gets the ids and loops of the Repeats around it.
     """
-    levels = [lv for lv in (1, 2, 3) if lv > depth and counts[LOOP_STAGE[_LOOPS[lv - 1]]] > 1]
-    if not levels:
+    if depth >= len(slots):
         for it in items:
             it.path, it.loops = path, loops
         return list(items)
-    inner = levels[0]
-    loop = _LOOPS[inner - 1]
-    stage = LOOP_STAGE[loop]
+    inner = depth + 1
+    stage, times = slots[depth].stage, slots[depth].times
     out: list[Any] = []
     run: list[_Item] = []
 
     def flush() -> None:
         if run:
             ids[0] += 1
-            body = _nest(
-                list(run),
-                counts,
-                inner,
-                (*path, ids[0]),
-                (*loops, (loop, counts[stage])),
-                ids,
-            )
-            out.append((stage, counts[stage], body))
+            body = _nest(list(run), slots, inner, (*path, ids[0]), (*loops, (depth, times)), ids)
+            out.append((stage, times, body))
             run.clear()
 
     for it in items:
@@ -650,6 +796,7 @@ def _buffers(
         ttype = op.results[r].type
         shape = it.shapes[key]
         chunks = 1
+        chunk_loops = 0
         for reader in readers.get(key, []):
             shape = tuple(max(a, b) for a, b in zip(shape, reader.shapes[key], strict=True))
             common = 0
@@ -664,12 +811,14 @@ def _buffers(
                 if loop in it.value_varies[key]:
                     extra *= times
             chunks = max(chunks, extra)
+            if extra > 1:
+                chunk_loops = max(chunk_loops, len(it.path) - common)
         layout = op_layout(op)
         size = max(
             value_bytes(shape, ttype.dtype, layout),
             chunks * value_bytes(it.shapes[key], ttype.dtype, layout),
         )
-        buffers[name] = Buffer(name, op.id, _align(size, align))
+        buffers[name] = Buffer(name, op.id, _align(size, align), chunk_loops=chunk_loops)
         in_loop[name] = bool(it.path)
     # in place: a mem_inplace op's result reuses operand 0's buffer
     for it in items:
@@ -750,12 +899,12 @@ def _build(
             )
     notes: list[str] = []
     items = _items(body, plan, notes)
-    nested = _nest(items, plan.loop_counts, 0, (), (), [0])
+    nested = _nest(items, plan.slots, 0, (), (), [0])
     if _clobber_conflict(body, items) is not None:
         # loop fission left a reload in another Repeat than the op overwriting the value
         items = _reload_before_first_reader(body, items)
-        nested = _nest(items, plan.loop_counts, 0, (), (), [0])
-    _check_clobber_loops(body, items)
+        nested = _nest(items, plan.slots, 0, (), (), [0])
+    _check_clobber_loops(body, plan, items)
     buffers, names, _ = _buffers(body, plan, items, hw)
     tiles = plan.tiles
 
@@ -788,7 +937,7 @@ def _build(
     counts = ", ".join(f"{s}={plan.loop_counts[s]}" for s in STAGES)
     notes.insert(0, f"loop counts {counts}; {tiles} tiles")
     si = ScheduleInput(body.group.id, convert(nested, ""), buffers, tiles, tuple(notes))
-    return si, SlicePlan(plan.group_id, plan.ops, plan.loop_counts, plan.tiles, tuple(notes))
+    return si, replace(plan, notes=tuple(notes))
 
 
 def _cost(
@@ -826,6 +975,14 @@ def linked_dims(group_op: Op) -> LinkedDims:
     """The linked dims of ``group_op``'s compute ops (module docstring, **Linked dims**)."""
     body = _Body(group_op)
     return LinkedDims(dict(body.group_dim), dict(body.loop_of))
+
+
+def loop_slots(group_op: Op, strategy: Strategy) -> tuple[LoopSlot, ...]:
+    """The loop nest of ``group_op`` under ``strategy``, outermost first (see **Stages**).
+
+    The ``k``-th Repeat around any task of the init pipeline is loop ``k`` of this tuple.
+    """
+    return _plan(_Body(group_op), strategy).slots
 
 
 def plan_group(group_op: Op, strategy: Strategy, hw: ChipConfig) -> SlicePlan:
@@ -933,7 +1090,11 @@ def _default(
     shard = {root: 1 for root in roots}
     notes: list[str] = []
     left = body.tile_budget(hw)
-    shardable = [r for r in roots if all_members(r, "shardable") and body.loop_of[r] != "ic"]
+    shardable = [
+        r
+        for r in roots
+        if all_members(r, "shardable") and body.loop_of[r] != "ic" and r not in body.read_whole
+    ]
     for root in sorted(shardable, key=lambda r: (-size[r], r)):
         if left <= 1 or size[root] <= 1:
             break
@@ -972,7 +1133,11 @@ def _default(
             piece = slice_extent(size[root], shard[root], split[root])
             if piece < 2:
                 continue
-            trial = {**split, root: split[root] * 2}
+            trial = {**split, root: effective_split(size[root], shard[root], split[root] * 2)}
+            try:
+                _slots(body, trial)
+            except Tx8labError:
+                continue  # no loop order keeps its partial sums right
             got, trial_si = live(trial)
             shrinks = trial_si.buffers[largest].bytes < si.buffers[largest].bytes
             key = (not shrinks, got, -piece, _LEVEL[body.loop_of[root]], root)
@@ -988,7 +1153,7 @@ def _default(
                 available_bytes=capacity,
             )
         _, root, current, si = best
-        split[root] *= 2
+        split[root] = effective_split(size[root], shard[root], split[root] * 2)
     for root in roots:
         if split[root] > 1:
             notes.append(f"split {_dim_text(body, root)} by {split[root]}")
@@ -1081,6 +1246,7 @@ __all__ = [
     "STAGE_NH",
     "STAGE_OC",
     "LinkedDims",
+    "LoopSlot",
     "OpPlan",
     "SlicePlan",
     "default_schedule",
@@ -1089,6 +1255,7 @@ __all__ = [
     "groups_of",
     "linked_dims",
     "loop_counts",
+    "loop_slots",
     "plan_group",
     "schedule_input",
     "schedule_live_bytes",

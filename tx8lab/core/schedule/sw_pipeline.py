@@ -36,6 +36,10 @@ Readings chosen where the seed is vague:
   the accumulator instead: that read is dropped and the write is fresh (a new copy with
   multi-buffering), so each output slice has its own accumulation chain. The innermost
   Repeat around a psum update is taken to be its reduction loop.
+- **Chunks.** A buffer whose writer sits in Repeats its reader is outside of
+  (``Buffer.chunk_loops``: a MatMul split over N in time, read whole by a Reshape after
+  the loop) holds every chunk side by side: a write is fresh only when each of those
+  Repeats is at index 0; later iterations write the next chunk of the same version.
 - **imm** (an op's scratch space, ``kind="imm"``) belongs to the one task that uses it
   and is not a dependence between tasks; buffer-life gives it the step of each instance.
 - **getEnginsPipeline conflicts.** canParallel never lets two tasks of one engine share a
@@ -234,8 +238,10 @@ def expand(inp: ScheduleInput, multi_buffer: int = 2) -> list[Instance]:
             if buf.in_place_of is not None:
                 u = version(task, buf.in_place_of, iteration, "writes in place of")
                 use = Use(b, u.root, u.generation, u.copy)
-            elif b in read_set:
-                u = current[b]
+            elif b in read_set or (
+                b in current and buf.chunk_loops and any(iteration[-buf.chunk_loops :])
+            ):
+                u = current[b]  # in place, or the next chunk of the version
                 use = Use(b, u.root, u.generation, u.copy)
             else:
                 g = fresh.get(b, 0)

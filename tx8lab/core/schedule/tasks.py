@@ -59,6 +59,10 @@ class Buffer:
     kind: BufferKind = "value"
     in_place_of: str | None = None
     """For a memInplace op's result: the buffer whose memory it reuses."""
+    chunk_loops: int = 0
+    """Innermost Repeats around its writer that a reader sits outside of: their iterations
+    write the chunks of one version side by side (the buffer holds them all), so a write is
+    fresh only when each of those loops is at index 0."""
 
 
 @dataclass(frozen=True)

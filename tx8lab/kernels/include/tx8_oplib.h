@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #define MAX_SHAPE_DIM 8
-#define MAX_LOOP_DEPTH 3
+#define MAX_LOOP_DEPTH 6
 
 typedef enum Data_Format {
     Fmt_FP16,
