@@ -30,9 +30,9 @@ Readings chosen where the sources are vague:
   The bound is ``4 ulp`` at the output's largest magnitude (``4 * 2**-mantissa * max(1,
   max|reference|)``), the ulp of the narrowest float type any compute command rounds to
   once a sum is reordered (the output's own when it is narrower): a bf16 product one ulp
-  off in a LLaMA layer reaches its f32 logits as a bf16-sized difference, not an f32 one. Measured differences on the
-  zoo with small SPMs are at most 2 ulp; a value read from one row off is tens of ulp away
-  (``tests/core/test_execute.py`` shows both).
+  off in a LLaMA layer reaches its f32 logits as a bf16-sized difference, not an f32
+  one. Measured differences on the zoo with small SPMs are at most 2 ulp; a value read
+  from one row off is tens of ulp away (``tests/core/test_execute.py`` shows both).
 """
 
 from __future__ import annotations
