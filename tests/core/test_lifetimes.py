@@ -185,9 +185,35 @@ def test_lifetime_properties(inp: ScheduleInput, multi_buffer: int) -> None:
         s = step[inst.key]
         for u in (*inst.reads, *inst.writes):
             assert any(lt.buffer == u.root and lt.lower <= s < lt.upper for lt in merged)
-    # at most multi_buffer generations of one value are live at once
-    values = [lt for lt in merged if inp.buffers[lt.buffer].kind != "imm"]
-    for root in {lt.buffer for lt in values}:
-        mine = [lt for lt in values if lt.buffer == root]
+    # in the timeline's own steps at most multi_buffer generations of a value are live at
+    # once (the lifetimes may be longer: they also hold under program order)
+    instances = expand(inp, multi_buffer)
+    span: dict[tuple[str, int], list[int]] = {}
+    order: dict[tuple[str, int], list[int]] = {}
+    for n, inst in enumerate(instances):
+        for u in (*inst.reads, *inst.writes):
+            if inp.buffers[u.buffer].kind == "imm":
+                continue
+            s = step[inst.key]
+            got = span.setdefault((u.root, u.generation), [s, s])
+            got[0], got[1] = min(got[0], s), max(got[1], s)
+            at = order.setdefault((u.root, u.generation), [n, n])
+            at[1] = n
+    for root in {r for r, _ in span}:
+        mine = [v for (r, _), v in span.items() if r == root]
         for s in range(t.steps):
-            assert sum(lt.lower <= s < lt.upper for lt in mine) <= multi_buffer
+            assert sum(lo <= s <= hi for lo, hi in mine) <= multi_buffer
+    # two generations live at once in program order never share a step-free lifetime pair
+    label = {(lt.buffer, lt.id): lt for lt in merged}
+    gens = {b.id: 0 for b in inp.buffers.values()}
+    for r, g in span:
+        gens[r] = max(gens[r], g + 1)
+    keys = sorted(order)
+    for i, a in enumerate(keys):
+        for b in keys[i + 1 :]:
+            (a0, a1), (b0, b1) = order[a], order[b]
+            if a0 <= b1 and b0 <= a1:  # both live at one point of program order
+                la = label[(a[0], a[0] if gens[a[0]] == 1 else f"{a[0]}@{a[1]}")]
+                lb = label[(b[0], b[0] if gens[b[0]] == 1 else f"{b[0]}@{b[1]}")]
+                assert la.lower < lb.upper, (a, b)
+                assert lb.lower < la.upper, (a, b)

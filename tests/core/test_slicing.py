@@ -709,3 +709,100 @@ def test_loop_fission_between_the_reload_and_the_op_moves_the_reload() -> None:
     assert f"ct:%{relu2}" in top
     assert second.index(f"ld:%{var}") + 1 == second.index(f"ct:%{bn}")
     assert f"ld:%{var}" not in first
+
+
+# ---------------------------------------------------------------- whole reads, empty chunks, loops
+
+
+@functools.cache
+def matmul_into_heads() -> Op:
+    """A projection whose N a Reshape splits into heads: the Reshape reads N whole."""
+    b = Builder()
+    x = b.input((1, 16, 64), "f16")
+    w = b.weight((64, 128), "f16")
+    b.output(b.op("Reshape", b.op("MatMul", x, w), shape=(1, 16, 2, 64)))
+    return grouped(b.finish())
+
+
+def _with(group: Op, **by_kind: tuple[tuple[int, ...], tuple[int, ...]]) -> Strategy:
+    """Strategy of every compute op: (shard, split) by kind, whole otherwise."""
+    ops = {}
+    for op in group.regions[0].ops:
+        if op.kind in ("tx8be.LoadVar", "tx8be.LoadConst", "tx8be.StoreVar", "tx8be.Return"):
+            continue
+        n = len(OPS[op.kind].iter_dims(op))
+        shard, split = by_kind.get(op.kind.split(".")[1], ((1,) * n, (1,) * n))
+        ops[op.id] = OpStrategy(shard, split)
+    return Strategy(ops, 2)
+
+
+def test_a_dim_another_op_reads_whole_is_not_sharded() -> None:
+    group = matmul_into_heads()
+    # MatMul dims B0 M N K: sharding N would leave each tile a piece of what the Reshape
+    # reads whole
+    bad = _with(group, MatMul=((1, 1, 4, 1), (1, 1, 1, 1)))
+    with pytest.raises(Tx8labError, match=r"reads .* whole along that dim"):
+        plan_group(group, bad, TX81)
+    st = default_strategy(group, TX81)
+    mm = body_id(group, "MatMul")
+    assert st.ops[mm].shard[2] == 1, st.ops[mm]
+
+
+def test_chunks_for_a_reader_outside_the_loop_share_one_version() -> None:
+    group = matmul_into_heads()
+    # N split in time: the Reshape after the loop reads all four chunks at once
+    si = schedule_input(group, _with(group, MatMul=((1, 1, 1, 1), (1, 1, 4, 1))), TX81)
+    mm = body_id(group, "MatMul")
+    buf = si.buffers[f"%{mm}"]
+    assert buf.chunk_loops == 1
+    # four chunks of 16 x 32 f16 side by side
+    assert buf.bytes >= 4 * 16 * 32 * 2
+    from tx8lab.core.schedule.sw_pipeline import expand
+
+    gens = {u.generation for inst in expand(si, 2) for u in inst.writes if u.root == f"%{mm}"}
+    assert gens == {0}
+
+
+def test_a_split_that_leaves_empty_chunks_is_refused() -> None:
+    group = matmul_relu()
+    mm = body_id(group, "MatMul")
+    op = next(o for o in group.regions[0].ops if o.id == mm)
+    dims = OPS[op.kind].iter_dims(op)
+    k = [d.name for d in dims].index("K")
+    split = [1] * len(dims)
+    split[k] = 384  # 512 / 384 -> chunks of 2: 256 of them hold data
+    with pytest.raises(Tx8labError, match="leaves 128 of its chunks empty; split it by 256"):
+        OPS[op.kind].check_strategy(op, OpStrategy((1,) * len(dims), tuple(split)))
+
+
+@functools.cache
+def ffn() -> Op:
+    """Up-projection, SiLU, down-projection: the down K is the up N (two sums in IC)."""
+    b = Builder()
+    x = b.input((8, 64), "f16")
+    up = b.op("MatMul", x, b.weight((64, 128), "f16"))
+    b.output(b.op("MatMul", b.op("Silu", up), b.weight((128, 64), "f16")))
+    return grouped(b.finish())
+
+
+def test_two_summed_dims_of_one_stage_get_a_loop_each() -> None:
+    from tx8lab.core.schedule.slicing import loop_slots
+
+    group = ffn()
+    up, down = body_id(group, "MatMul", 0), body_id(group, "MatMul", 1)
+    # up: M N K (N split 4, K split 2); silu M N; down: M N K (K = up's N, split 4)
+    st = _with(group, MatMul=((1, 1, 1), (1, 1, 1)))
+    ops = dict(st.ops)
+    ops[up] = OpStrategy((1, 1, 1), (1, 4, 2))
+    ops[down] = OpStrategy((1, 1, 1), (1, 1, 4))
+    silu = body_id(group, "Silu")
+    ops[silu] = OpStrategy((1, 1), (1, 4))
+    slots = loop_slots(group, Strategy(ops, 2))
+    # the down-projection's K (the up N) outside, the up-projection's K inside it
+    assert [(s.stage, s.times) for s in slots] == [(STAGE_IC, 4), (STAGE_IC, 2)]
+    si = schedule_input(group, Strategy(ops, 2), TX81)
+    nest = shape_of(si.nodes)
+    outer = next(n for n in nest if isinstance(n, tuple))
+    inner = next(n for n in outer[2] if isinstance(n, tuple))
+    assert f"ne:%{down}" in outer[2]
+    assert f"ne:%{up}" in inner[2]

@@ -24,6 +24,13 @@ Readings chosen where the seed is vague:
   disjoint, so the allocator may give them one offset). ``Lifetime.buffer`` is the root
   :class:`Buffer` id. The raw intervals of one label share its id (the seed's vector of
   ValueBuffers per label); after :func:`buffer_merge` ids are unique.
+- **Program order and steps.** main.c issues the instances in program order, and the
+  timeline lets retraction run an instance of the next iteration at an earlier step than
+  one issued before it; the memory must be right under both orders. So a label starts
+  at the earliest step of any instance from its first write on in program order, and an
+  access ends at the latest step of any instance up to it (without this, a weight load
+  of iteration 1 retracted to step 14 took the memory of a partial sum first written at
+  step 16 by an instance issued before it, and main.c overwrote the partial sum).
 - **Producers write too.** Besides one interval per read (the seed's consumers), every
   write gives one, so a value nobody reads still holds memory during its producer's step.
 - **In-place chains** are one label under the root buffer's id, sized by the largest
@@ -74,12 +81,22 @@ def buffer_life(timeline: Timeline, inp: ScheduleInput) -> list[Lifetime]:
             f"expands to {len(instances)} task instances; pass the timeline sw_pipeline made "
             "from this input"
         )
+    # program order and the timeline both hold: an instance may run as early as any later
+    # one in program order (retraction moved it there) and as late as any earlier one
+    steps = [step.get(inst.key, 0) for inst in instances]
+    early = list(steps)
+    for i in range(len(early) - 2, -1, -1):
+        early[i] = min(early[i], early[i + 1])
+    late = list(steps)
+    for i in range(1, len(late)):
+        late[i] = max(late[i], late[i - 1])
     start: dict[tuple[str, int], int] = {}
+    produced: dict[tuple[str, int], int] = {}
     size: dict[tuple[str, int], int] = {}
     generations: dict[str, int] = {}
     imm_runs: dict[str, int] = {}
     raw: list[tuple[str, tuple[str, int], int]] = []  # (kind, label key, step)
-    for inst in instances:
+    for n, inst in enumerate(instances):
         s = step.get(inst.key)
         if s is None:
             raise Tx8labError(
@@ -88,18 +105,19 @@ def buffer_life(timeline: Timeline, inp: ScheduleInput) -> list[Lifetime]:
             )
         for u in inst.writes:
             key = (u.root, u.generation)
-            start.setdefault(key, s)
+            start.setdefault(key, early[n])
+            produced.setdefault(key, s)
             generations[u.root] = max(generations.get(u.root, 0), u.generation + 1)
         for u in (*inst.reads, *inst.writes):
             key = (u.root, u.generation)
-            if s < start[key]:
+            if s < produced[key]:
                 raise Tx8labError(
                     f"group {inp.group_id}: task {inst.task.id!r} at iteration "
                     f"{list(inst.iteration)} uses {u.buffer!r} in step {s}, before its "
-                    f"producer's step {start[key]}; the timeline breaks a dependence"
+                    f"producer's step {produced[key]}; the timeline breaks a dependence"
                 )
             size[key] = max(size.get(key, 0), inp.buffers[u.buffer].bytes)
-            raw.append(("value", key, s))
+            raw.append(("value", key, late[n]))
         for b in inst.imm:
             run = imm_runs.get(b, 0)
             imm_runs[b] = run + 1
