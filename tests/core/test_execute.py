@@ -21,8 +21,9 @@ from tx8lab.core.codegen import groups_c, main_c
 from tx8lab.core.execute import compare_outputs, execute_module, tolerance
 from tx8lab.core.ir import Module, Op
 from tx8lab.core.passes import build_pipeline
-from tx8lab.core.program import build_program
+from tx8lab.core.program import build_program, group_schedule, strategy_of
 from tx8lab.core.runner import run_pipeline
+from tx8lab.core.schedule.slicing import STAGE_IC, loop_slots
 from tx8lab.errors import ProgramError
 from tx8lab.hw.presets import resolve_hw
 
@@ -95,6 +96,54 @@ def test_split_psum_multibuffer_in_place_execute_exactly() -> None:
     ex = execute_module(module, SMALL)
     assert ex.ok, ex.summary()
     assert all(d.exact for d in ex.diffs), ex.summary()
+
+
+def _slots_and_chunks(module: Module, hw: Any) -> tuple[int, int]:
+    """(most IC loops of one group, buffers holding a loop's chunks side by side)."""
+    most, chunked = 0, 0
+    for group in module.main.ops:
+        if group.kind != "tx8be.Group":
+            continue
+        slots = loop_slots(group, strategy_of(group))
+        most = max(most, sum(s.stage == STAGE_IC for s in slots))
+        _, si, _ = group_schedule(group, hw)
+        chunked += sum(b.chunk_loops > 0 for b in si.buffers.values())
+    return most, chunked
+
+
+def test_llama_ffn_sums_in_two_nested_loops_and_executes() -> None:
+    # up-projection K and down-projection K (the up N) both split: one loop each, the
+    # down-projection's partial sum restarting with the outer loop only
+    hw = resolve_hw(["tile.spm_bytes=76Ki"])
+    module = scheduled(zoo.build("llama_decoder", **ZOO_SMALL["llama_decoder"]), hw)
+    assert _slots_and_chunks(module, hw)[0] == 2
+    ex = execute_module(module, hw)
+    assert ex.ok, ex.summary()
+
+
+def test_chunks_read_whole_after_the_loop_execute() -> None:
+    # a projection split over N in time, read whole by the Reshape into heads after the loop
+    b = Builder()
+    x = b.input((1, 16, 256), "f16")
+    heads = b.op("Reshape", b.op("MatMul", x, b.weight((256, 256), "f16")), shape=(1, 16, 4, 64))
+    b.output(b.op("Transpose", heads, perm=(0, 2, 1, 3)))
+    module = scheduled(b.finish(), SMALL)
+    assert _slots_and_chunks(module, SMALL)[1] >= 1
+    ex = execute_module(module, SMALL)
+    assert ex.ok, ex.summary()
+
+
+def test_a_split_past_the_dim_leaves_no_empty_chunk() -> None:
+    # K = 96 on 2 KiB of usable SPM: the split is 96, not the next power of two, so the
+    # last partial sum lands on data
+    hw = resolve_hw(["tile.spm_bytes=66Ki"])
+    b = Builder()
+    b.output(b.op("MatMul", b.input((1, 1, 96), "f16"), b.weight((96, 8), "f16")))
+    module = scheduled(b.finish(), hw)
+    ex = execute_module(module, hw, via="program")
+    assert ex.ok, ex.summary()
+    boxes = [c.box for cs in ex.program.tiles.values() for c in cs if c.what == "compute"]
+    assert all(hi > lo for box in boxes for lo, hi in box)
 
 
 def test_reordered_partial_sums_stay_within_the_tolerance() -> None:
