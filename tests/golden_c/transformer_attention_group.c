@@ -4,14 +4,14 @@
  * main() calls tsm_barrier() after it (opt-barrier need_barrier)
  */
 static const uint32_t spm_88[2] = {0, 4096};  /* %88: SPM offsets, rotates over 2 (multi_buffer) */
-static const uint32_t spm_86[8] = {6656, 7168, 11008, 2560, 11008, 6656, 11008, 2560};  /* %86: SPM offsets, one per generation (8) */
+static const uint32_t spm_86[8] = {6656, 7168, 10752, 2560, 10752, 6656, 10752, 2560};  /* %86: SPM offsets, one per generation (8) */
 static const uint32_t spm_87[8] = {4096, 4096, 8192, 0, 8192, 4096, 8192, 0};  /* %87: SPM offsets, one per generation (8) */
 static const uint32_t spm_21[8] = {6912, 8192, 0, 8192, 4096, 8192, 0, 2816};  /* %21: SPM offsets, one per generation (8) */
 static const uint32_t spm_21_psum[2] = {6144, 2048};  /* %21.psum: SPM offsets, rotates over 2 (multi_buffer) */
 static const uint32_t spm_23[4] = {8960, 8960, 8960, 768};  /* %23: SPM offsets, one per generation (4) */
 static const uint32_t spm_24[4] = {10496, 10496, 10496, 1024};  /* %24: SPM offsets, one per generation (4) */
 static const uint32_t spm_24_imm[4] = {8192, 8192, 8192, 0};  /* %24.imm: SPM offsets, one per generation (4) */
-static const uint32_t spm_25[4] = {10752, 10752, 10752, 0};  /* %25: SPM offsets, one per generation (4) */
+static const uint32_t spm_25[4] = {11008, 11008, 11008, 0};  /* %25: SPM offsets, one per generation (4) */
 static uint64_t group_71(int32_t tile_id) {
     uint64_t cycles = 0;
     if (!tsm_tile_in_region(tile_id, 0, 0, 4, 4)) return 0;

@@ -26,11 +26,13 @@ Readings chosen where the seed is vague:
   ValueBuffers per label); after :func:`buffer_merge` ids are unique.
 - **Program order and steps.** main.c issues the instances in program order, and the
   timeline lets retraction run an instance of the next iteration at an earlier step than
-  one issued before it; the memory must be right under both orders. So a label starts
-  at the earliest step of any instance from its first write on in program order, and an
-  access ends at the latest step of any instance up to it (without this, a weight load
-  of iteration 1 retracted to step 14 took the memory of a partial sum first written at
-  step 16 by an instance issued before it, and main.c overwrote the partial sum).
+  one issued before it; the memory must be right under both orders. So the interval of
+  an access spans the steps of every instance issued from the label's first write up to
+  that access (their smallest to their largest step): two labels live at one point of
+  program order then share that instance's step, and two live at one step still do.
+  Without this, a weight load of iteration 1 retracted to step 14 took the memory of a
+  partial sum first written at step 16 by an instance issued before it, and main.c
+  overwrote the partial sum.
 - **Producers write too.** Besides one interval per read (the seed's consumers), every
   write gives one, so a value nobody reads still holds memory during its producer's step.
 - **In-place chains** are one label under the root buffer's id, sized by the largest
@@ -54,6 +56,8 @@ Readings chosen where the seed is vague:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+
+import numpy as np
 
 from tx8lab.core.schedule.sw_pipeline import expand
 from tx8lab.core.schedule.tasks import Lifetime, ScheduleInput, Timeline
@@ -81,21 +85,12 @@ def buffer_life(timeline: Timeline, inp: ScheduleInput) -> list[Lifetime]:
             f"expands to {len(instances)} task instances; pass the timeline sw_pipeline made "
             "from this input"
         )
-    # program order and the timeline both hold: an instance may run as early as any later
-    # one in program order (retraction moved it there) and as late as any earlier one
-    steps = [step.get(inst.key, 0) for inst in instances]
-    early = list(steps)
-    for i in range(len(early) - 2, -1, -1):
-        early[i] = min(early[i], early[i + 1])
-    late = list(steps)
-    for i in range(1, len(late)):
-        late[i] = max(late[i], late[i - 1])
-    start: dict[tuple[str, int], int] = {}
+    first: dict[tuple[str, int], int] = {}
     produced: dict[tuple[str, int], int] = {}
     size: dict[tuple[str, int], int] = {}
     generations: dict[str, int] = {}
     imm_runs: dict[str, int] = {}
-    raw: list[tuple[str, tuple[str, int], int]] = []  # (kind, label key, step)
+    raw: list[tuple[str, tuple[str, int], int]] = []  # (kind, label key, step or position)
     for n, inst in enumerate(instances):
         s = step.get(inst.key)
         if s is None:
@@ -105,7 +100,7 @@ def buffer_life(timeline: Timeline, inp: ScheduleInput) -> list[Lifetime]:
             )
         for u in inst.writes:
             key = (u.root, u.generation)
-            start.setdefault(key, early[n])
+            first.setdefault(key, n)
             produced.setdefault(key, s)
             generations[u.root] = max(generations.get(u.root, 0), u.generation + 1)
         for u in (*inst.reads, *inst.writes):
@@ -117,11 +112,12 @@ def buffer_life(timeline: Timeline, inp: ScheduleInput) -> list[Lifetime]:
                     f"producer's step {produced[key]}; the timeline breaks a dependence"
                 )
             size[key] = max(size.get(key, 0), inp.buffers[u.buffer].bytes)
-            raw.append(("value", key, late[n]))
+            raw.append(("value", key, n))
         for b in inst.imm:
             run = imm_runs.get(b, 0)
             imm_runs[b] = run + 1
             raw.append(("imm", (b, run), s))
+    spans = _Spans([step[inst.key] for inst in instances])
     out: list[Lifetime] = []
     for kind, key, s in raw:
         name, index = key
@@ -130,8 +126,33 @@ def buffer_life(timeline: Timeline, inp: ScheduleInput) -> list[Lifetime]:
             out.append(Lifetime(label, s, s + 1, inp.buffers[name].bytes, name))
         else:
             label = name if generations[name] == 1 else f"{name}@{index}"
-            out.append(Lifetime(label, start[key], s + 1, size[key], name))
+            lower, upper = spans.bounds(first[key], s)
+            out.append(Lifetime(label, lower, upper + 1, size[key], name))
     return out
+
+
+class _Spans:
+    """Smallest and largest step over a run of instances in program order (sparse tables)."""
+
+    def __init__(self, steps: Sequence[int]) -> None:
+        base = np.asarray(steps, dtype=np.int64)
+        self.low = [base]
+        self.high = [base]
+        width = 1
+        while 2 * width <= len(base):
+            lo, hi = self.low[-1], self.high[-1]
+            self.low.append(np.minimum(lo[:-width], lo[width:]))
+            self.high.append(np.maximum(hi[:-width], hi[width:]))
+            width *= 2
+
+    def bounds(self, first: int, last: int) -> tuple[int, int]:
+        """(min, max) step of the instances ``first .. last`` (inclusive)."""
+        k = (last - first + 1).bit_length() - 1
+        end = last - (1 << k) + 1
+        return (
+            int(min(self.low[k][first], self.low[k][end])),
+            int(max(self.high[k][first], self.high[k][end])),
+        )
 
 
 def merge_overlap(intervals: Sequence[Lifetime]) -> list[Lifetime]:
