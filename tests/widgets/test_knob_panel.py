@@ -173,6 +173,10 @@ def test_menu_change_reruns_only_downstream_and_updates_the_views() -> None:
     assert [s.result for s in stepper.steps] == [s.result for s in explorer.steps]
     assert stepper.selected_pass == "opt-ddr"
     assert stepper.graph.module is explorer.final  # the shown step was redrawn
+    # the C tab follows the new codegen step (its groups; "Run main.c" runs its input)
+    codegen = explorer.step("codegen")
+    assert [g for _, g in stepper.c_select.options] == list(codegen.result.artifacts["c"])
+    assert stepper.group_c() == codegen.result.artifacts["c"][stepper.c_group]
     assert calls[-1] == explorer.final.num_ops
     assert len(calls) == 2
     assert panel.values["group.strategy"] == "hdfg"
@@ -232,10 +236,14 @@ def test_values_trait_from_the_browser_applies_the_difference() -> None:
 def test_hw_change_reruns_every_pass_with_the_new_chip() -> None:
     explorer = _explorer()
     graph = GraphView.from_steps(explorer.steps)
-    panel = KnobPanel(explorer, views=[graph])
+    stepper = PassStepper.from_explorer(explorer)
+    assert stepper.hw is explorer.hw
+    panel = KnobPanel(explorer, views=[graph, stepper])
     old_final = explorer.final
     _choose(panel.controls["hw.mesh_shape"], (2, 4))
     assert explorer.hw.mesh_shape == (2, 4)
+    assert stepper.hw is explorer.hw  # "Run main.c" runs on the new chip
+    assert stepper.group_tiles() == list(range(8))
     assert explorer.hw.tile_count == 8
     assert panel.last_update["reran"] == DEFAULT_PIPELINE
     assert panel.values["hw.mesh_shape"] == [2, 4]

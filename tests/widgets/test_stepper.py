@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import html
+from dataclasses import replace
+from typing import Any
+
 import pytest
 
 from tests.widgets.traces import step_of, trace_of
@@ -240,3 +244,138 @@ def test_stepper_shows_the_pass_spec_with_its_knobs() -> None:
     )
     w.index = 0
     assert w.selected_spec == "fold-constants{max_bytes=4096}"
+
+
+# ------------------------------------------------------------------ running main.c (C tab)
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch) -> list[Module]:
+    """Count the stepper's calls of execute_module (the modules it ran)."""
+    import tx8lab.widgets.stepper as stepper_module
+
+    calls: list[Module] = []
+    real = stepper_module.execute_module
+
+    def counted(module: Module, *args: Any, **kwargs: Any) -> Any:
+        calls.append(module)
+        return real(module, *args, **kwargs)
+
+    monkeypatch.setattr(stepper_module, "execute_module", counted)
+    return calls
+
+
+def _table_rows(view: str) -> int:
+    """Body rows of the (one) command table in the C tab's run view."""
+    assert view.count("<tbody>") == 1
+    return view.split("<tbody>", 1)[1].split("</tbody>", 1)[0].count("<tr>")
+
+
+def test_run_button_shows_the_verdict_and_the_groups_executed_commands(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = _counting(monkeypatch)
+    trace = trace_of("tiny_cnn")
+    codegen = trace[-1]
+    w = PassStepper.from_steps(trace)
+    assert w.hw is TX81  # the default, resolve_hw([])
+    assert w.c_tile == 0
+    assert [t for _, t in w.c_tile_select.options] == w.group_tiles()
+    assert "Run main.c" in w.c_run_view.value
+    assert "<table" not in w.c_run_view.value
+    w.run_button.click()
+    assert calls == [codegen.before]  # the module codegen received
+    run = w.run_c()  # kept: no second run
+    assert len(calls) == 1
+    assert run.ok
+    view = w.c_run_view.value
+    assert "outputs match the interpreter" in view
+    assert "output 0 f16[1, 10]: bit-exact" in view
+    group, tile = w.c_group, w.c_tile
+    commands = run.program.group_commands(group, tile)
+    assert _table_rows(view) == len(commands) > 0
+    assert f"group %{group} on tile {tile}: {len(commands)} commands executed" in view
+    assert f"({len(commands)} calls in main.c's trace)" in view
+    frame = w.c_trace_frame()
+    assert list(frame["function"]) == [c.function for c in commands]
+    assert set(frame["group"]) == {group}
+    # another group and another tile: redrawn from the kept run
+    other = list(codegen.result.artifacts["c"])[-1]
+    w.c_select.value = other
+    assert w.c_group == other
+    w.c_tile_select.value = w.group_tiles()[-1]
+    tile = w.c_tile
+    assert tile == w.group_tiles()[-1] != 0
+    commands = run.program.group_commands(other, tile)
+    assert _table_rows(w.c_run_view.value) == len(commands) > 0
+    assert f"group %{other} on tile {tile}:" in w.c_run_view.value
+    assert len(w.c_trace_frame(other, tile)) == len(commands)
+    assert len(calls) == 1
+    with pytest.raises(Exception, match="is not a tile of group"):
+        w.c_tile = 10_000
+    # a new trace (a KnobPanel swaps it) with a new module for codegen: run again
+    swapped = replace(codegen, before=Module(*_fields(codegen.before)))
+    w._steps = [*trace[:-1], swapped]
+    w._refresh_visible()
+    assert "<table" not in w.c_run_view.value  # the kept run was of the old module
+    w.run_button.click()
+    assert calls == [codegen.before, swapped.before]
+    assert _table_rows(w.c_run_view.value) == len(commands)
+    run = w.run_c(rerun=True)
+    assert len(calls) == 3
+    # a long table is cut, and says how much
+    import tx8lab.widgets.stepper as stepper_module
+
+    monkeypatch.setattr(stepper_module, "MAX_TRACE_ROWS", 2)
+    assert (w.c_group, w.c_tile) == (other, tile)  # the swap kept both
+    w.c_tile = 0
+    assert _table_rows(w.c_run_view.value) == 2
+    assert f"{len(w.c_trace_frame()) - 2} more commands not shown" in w.c_run_view.value
+    # outputs that differ: the verdict says so and names the output
+    off = replace(run.diffs[0], exact=False, max_abs=0.5, tolerance=0.0)
+    monkeypatch.setattr(stepper_module, "execute_module", lambda *a, **k: replace(run, diffs=[off]))
+    w.run_c(rerun=True)
+    assert "outputs DIFFER from the interpreter" in w.c_run_view.value
+    assert "output 0 f16[1, 10]: max |diff| 0.5" in w.c_run_view.value
+    assert "OUTSIDE the tolerance" in w.c_run_view.value
+
+
+def _fields(module: Module) -> tuple[Any, ...]:
+    return (module.functions, module.attrs, module.next_id)
+
+
+def test_run_failures_are_shown_in_the_tab_and_never_raised_by_the_button(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import tx8lab.core.execute as ex
+    import tx8lab.widgets.stepper as stepper_module
+    from tx8lab.errors import ProgramError
+
+    w = PassStepper.from_steps(trace_of("tiny_cnn"))
+    with monkeypatch.context() as m:  # no C compiler on the machine
+        m.setenv("CC", "no-such-cc")
+        m.setattr(ex.shutil, "which", lambda name: None)
+        w.run_button.click()  # raises nothing
+        assert "main.c could not be run" in w.c_run_view.value
+        assert "needs a C compiler and none was found" in w.c_run_view.value
+        assert not w.run_button.disabled
+        w.c_select.value = list(w.c_select.options)[-1][1]  # still shown for another group
+        assert "needs a C compiler" in w.c_run_view.value
+        with pytest.raises(Tx8labError, match="needs a C compiler"):
+            w.run_c()
+    message = "tile 3: op %12 reads buffer %9@1 <outside> its lifetime (group %30, step 4)"
+
+    def wrong(*args: Any, **kwargs: Any) -> Any:
+        raise ProgramError(message, group=30, op=12, buffer="%9@1", step=4, tile=3)
+
+    monkeypatch.setattr(stepper_module, "execute_module", wrong)
+    w.run_button.click()
+    assert "the executed program went wrong" in w.c_run_view.value
+    assert html.escape(message) in w.c_run_view.value  # the message as it is
+    # a trace without codegen: nothing to run, said in the tab
+    short = PassStepper.from_module(zoo.tiny_cnn(), TX81, ["layout-init"])
+    assert short.run_button.disabled
+    assert "no codegen step" in short.c_run_view.value
+    short.run_button.click()
+    with pytest.raises(Tx8labError, match="no codegen step"):
+        short.run_c()
+    assert short.c_tile == -1

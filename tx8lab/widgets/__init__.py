@@ -6,7 +6,9 @@ widgets and notebooks imports this package (DESIGN.md §1).
 - :class:`GraphView` (``graph_view.py``): ops coloured by an overlay, ChannelNorms,
   groups as clusters; hover, click -> decisions, re-colour without a new layout.
 - :class:`PassStepper` (``stepper.py``): a pipeline trace pass by pass: IR diff, graph
-  diff by stable op id, decisions, stats and wall time.
+  diff by stable op id, decisions, stats and wall time; its C tab shows a group's IR
+  beside its C, runs main.c on the host model and lists the group's executed commands
+  per tile.
 - :class:`KnobPanel` (``knob_panel.py``): controls generated from the pass knobs and the
   hardware preset; a change re-runs only the passes after it (``Explorer`` cache) and
   updates the linked views, with the measured times.

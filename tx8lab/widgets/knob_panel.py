@@ -325,6 +325,7 @@ class _StepperLink(_Link):
         index = stepper.index
         old = stepper._steps[index] if index < len(stepper._steps) else None
         stepper._steps = list(steps)
+        stepper._hw = explorer.hw  # the chip "Run main.c" runs on
         stepper._refresh_visible()
         if stepper.index != index:
             return
