@@ -45,7 +45,9 @@ Readings chosen where the seed is vague:
   opt-ddr) and a ``G_SHAPE`` of the whole DDR tensor whose tile window
   ``tsm_tile_window`` sets from the tile id and the value's cut per dim; the library
   advances ``shape_start`` over the window, as in the seed's ``while (!input_done)``.
-  A ``bypasscodegen`` constant (read in place) has no load: its TSR points at DDR.
+  A ``bypasscodegen`` constant (read in place) has no load: its TSR points at DDR. A
+  table a Gather picks only some rows of is loaded by ``op_dma_gather``, which also takes
+  the TSR of the indices (seed rdmaGather).
 - **Top-level ops** outside groups need no code when they are a ``Tuple`` (names values),
   a ``Constant`` or a ``LoadConst`` (a constant the function returns: its data is in DDR);
   any other is an error naming it.
@@ -379,6 +381,8 @@ def _emit_task(ctx: _Ctx, task: Task, loops: Sequence[tuple[str, int]], depth: i
         psum_last=psum_last if psum in task.writes else "1",
         ddr=f"DDR_{op.id}",
         g_shape=f"&gs_{op.id}",
+        # a load that reads a buffer reads a Gather's indices (slicing's gather load)
+        gather=f"&t_{c_name(task.reads[0])}" if op.kind in _LOADS and task.reads else "",
         op=op.id,
         at=tuple(var for var, _ in loops),
     )

@@ -206,6 +206,8 @@ class CCall:
     """DMA ops: the DDR address (a macro of main.c, ``DDR_37``)."""
     g_shape: str = "NULL"
     """DMA ops: the ``G_SHAPE *`` of the DDR tensor."""
+    gather: str = ""
+    """A gather load (seed rdmaGather): the ``TSR *`` of the indices that pick the rows."""
 
 
 def _variadic(opdef: OpSignature) -> bool:

@@ -128,6 +128,13 @@ def host_source(mesh_cols: int) -> str:
             "}",
         ]
     lines += [
+        "uint64_t op_dma_gather(const DMA_PARAM *param, TSR *dst, uint64_t ddr_addr, G_SHAPE *g,",
+        "                      const TSR *indices) {",
+        "    TSR *ins[1] = {(TSR *)indices};",
+        "    TSR *outs[1] = {dst};",
+        "    (void)g;",
+        '    return host_cb("op_dma_gather", param, ins, 1, NULL, NULL, outs, 1, ddr_addr);',
+        "}",
         "uint64_t op_dma_store(const DMA_PARAM *param, TSR *src, uint64_t ddr_addr, G_SHAPE *g) {",
         "    TSR *ins[1] = {src};",
         "    (void)g;",
@@ -340,6 +347,7 @@ def _with_addrs(c: Command, addrs: Sequence[int]) -> Command:
     """``c`` with the addresses main.c gave (the order of ``hostmodel.command_addrs``)."""
     it = iter(addrs)
     if c.what != "compute":
+        gather = replace(c.gather, addr=next(it)) if c.gather is not None else None
         spm = {id(a): next(it) for a in (*c.reads, *c.writes) if a.space == "spm"}
         ddr = {id(a): next(it) for a in (*c.reads, *c.writes) if a.space == "ddr"}
         where = {**spm, **ddr}
@@ -347,6 +355,7 @@ def _with_addrs(c: Command, addrs: Sequence[int]) -> Command:
             c,
             reads=tuple(replace(a, addr=where[id(a)]) for a in c.reads),
             writes=tuple(replace(a, addr=where[id(a)]) for a in c.writes),
+            gather=gather,
         )
     reads = tuple(replace(a, addr=next(it)) for a in c.reads)
     writes = tuple(replace(a, addr=next(it)) for a in c.writes)

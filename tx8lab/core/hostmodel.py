@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -139,10 +139,11 @@ def command_addrs(c: Command) -> tuple[int, ...]:
     """The addresses of a command in trace order (see :class:`TraceEntry`).
 
     A compute call: each operand's, each result's, imm, psum (an operand read in place
-    from DDR gives its DDR address). A DMA: the SPM address, then the DDR address.
+    from DDR gives its DDR address). A DMA: the SPM address (a gather's indices first),
+    then the DDR address.
     """
     if c.what != "compute":
-        spm = [a.addr for a in (*c.reads, *c.writes) if a.space == "spm"]
+        spm = [a.addr for a in (c.gather, *c.reads, *c.writes) if a and a.space == "spm"]
         ddr = [a.addr for a in (*c.reads, *c.writes) if a.space == "ddr"]
         return (*spm, *ddr)
     out = [a.addr for a in (*c.reads, *c.writes)]
@@ -461,6 +462,8 @@ class Machine:
         """Run command number ``index`` of its tile (addresses as ``c`` gives them)."""
         if c.what in ("load", "load_const"):
             data = self.ddr_read(c.reads[0], c)
+            if c.gather is not None:
+                data = _picked_rows(c, data, self.spm_read(c, c.gather))
             self.spm_write(c, c.writes[0], data, index)
         elif c.what == "store":
             data = self.spm_read(c, c.reads[0])
@@ -475,8 +478,11 @@ class Machine:
         if c.imm is not None:
             self.scratch(c, c.imm, index)
         empty = _empty(c.box)
+        sliced, args = c, inputs
+        if c.reads and c.reads[0].gather_axis >= 0 and not empty:
+            sliced, args = _scattered_table(op, c, inputs)
         results: Sequence[Array | None] = (
-            [None] * len(c.writes) if empty else compute_slice(op, c, inputs)
+            [None] * len(c.writes) if empty else compute_slice(op, sliced, args)
         )
         if c.psum is not None:
             partial = results[0]
@@ -497,6 +503,47 @@ class Machine:
             if j < len(c.reads) and c.reads[j].space == "spm":
                 left = _clobbered_value(entry, op, j, inputs) if not empty else None
                 self.clobber(c, c.reads[j], left)
+
+
+def _picked_rows(c: Command, table: Array, indices: Array) -> Array:
+    """The rows of the DDR window ``table`` a gather load's ``indices`` pick, in order."""
+    dst = c.writes[0]
+    axis = dst.gather_axis
+    start, stop = c.reads[0].window[axis]
+    size = c.reads[0].holder[axis][1]
+    idx = np.asarray(indices).astype(np.int64).ravel()
+    idx = np.where(idx < 0, idx + size, idx)
+    if idx.size and (idx.min() < start or idx.max() >= stop):
+        raise ProgramError(
+            f"{c.label} gathers rows {idx.min()}..{idx.max()} of {c.reads[0].buffer}, outside "
+            f"the rows {start}..{stop} it moves",
+            group=c.group,
+            op=c.op_id,
+            buffer=dst.buffer,
+            step=c.step,
+            tile=c.tile,
+        )
+    return np.take(table, idx - start, axis=axis)
+
+
+def _scattered_table(op: Op, c: Command, inputs: Sequence[Array]) -> tuple[Command, list[Array]]:
+    """A Gather on gathered rows: the rows put back at their indices in the table's box.
+
+    The rest of the table stays poisoned, so a Gather that looked elsewhere would show.
+    """
+    a0 = c.reads[0]
+    axis = a0.gather_axis
+    size = op.operands[0].type.shape[axis]
+    idx = np.asarray(inputs[1]).astype(np.int64).ravel()
+    idx = np.where(idx < 0, idx + size, idx)
+    window = tuple((0, size) if e == axis else w for e, w in enumerate(a0.window))
+    rows = np.asarray(inputs[0])
+    full = np.full(
+        tuple(b - a for a, b in window), _poison(op.operands[0].type.dtype), dtype=rows.dtype
+    )
+    np.moveaxis(full, axis, 0)[idx] = np.moveaxis(rows, axis, 0)
+    read = replace(a0, holder=window, window=window, gather_axis=-1)
+    return replace(c, reads=(read, *c.reads[1:])), [full, *inputs[1:]]
 
 
 def _clobbered_value(entry: Any, op: Op, index: int, inputs: Sequence[Array]) -> Array | None:

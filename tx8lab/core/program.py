@@ -48,6 +48,11 @@ Readings chosen where the seed is vague:
   ``spm_offsets``: the root buffer's id when it is written once, ``root@g`` for its
   generation ``g`` otherwise; an imm buffer's ``name`` or ``name@k`` for its ``k``-th run
   (buffer-life's labels).
+- **Gathers.** A table a Gather reads only some rows of (its slice keeps the rows its
+  indices select: seed rdmaGather) is loaded by a *gather load*: the command reads the
+  Gather's indices from SPM (``Command.gather``) and writes the picked rows in index
+  order; that region's box counts positions in the index list along the axis
+  (``Access.gather_axis``), and the Gather reads it so.
 - A ``bypasscodegen`` constant (an Embedding table) is read in place from DDR. A value in
   DDR that no load moves and no constant is (a block argument a compute op reads
   directly) has no address: the program is refused with an error naming the op.
@@ -67,7 +72,7 @@ from tx8lab.core.grouping import is_compute
 from tx8lab.core.ir import TERMINATORS, Module, Op, TensorType, Value
 from tx8lab.core.ops import get_op_def
 from tx8lab.core.ops.registry import Window, op_layout, value_bytes
-from tx8lab.core.schedule.slicing import linked_dims, loop_slots
+from tx8lab.core.schedule.slicing import gather_reader, linked_dims, loop_slots
 from tx8lab.core.schedule.stages import StageSettings, run_group
 from tx8lab.core.schedule.sw_pipeline import Instance, Use, expand
 from tx8lab.core.schedule.tasks import (
@@ -113,6 +118,10 @@ class Access:
     """The box of the value the region holds."""
     window: Window
     """The box this command touches (inside ``holder``)."""
+    gather_axis: int = -1
+    """>= 0: the region holds rows of the value picked along this axis by a Gather's
+    indices (seed rdmaGather), in index order; along it ``holder`` and ``window`` count
+    positions in the index list, not rows of the value."""
 
     @property
     def holder_shape(self) -> tuple[int, ...]:
@@ -158,6 +167,8 @@ class Command:
     """Compute: the iteration box of the slice."""
     clobbers: tuple[int, ...] = ()
     """Operands whose buffer the op overwrites (the op library says which)."""
+    gather: Access | None = None
+    """A gather load (seed rdmaGather): the SPM indices whose values pick the rows."""
 
     @property
     def label(self) -> str:
@@ -397,6 +408,11 @@ class _GroupBoxes:
                 sharded_by[root] = sharded_by.get(root, 0) + 1
         self.tile_order = {r: (n, r) for r, n in sharded_by.items()}
         self._coords: dict[tuple[int, int], dict[int, int]] = {}
+        self.slices = {
+            op_id: get_op_def(ops[op_id].kind).temporal_slice_shape(ops[op_id], st)
+            for op_id, st in strategy.ops.items()
+            if op_id in ops
+        }
 
     def chunk_index(self, root: tuple[int, int], at: Sequence[int]) -> int:
         """Chunk of group dim ``root`` at loop indices ``at`` (outermost first)."""
@@ -610,11 +626,18 @@ def _command(
             where,
         )
         what: What = "load_const" if op.kind == "tx8be.LoadConst" else "load"
+        picker = gather_reader(group, key, boxes.slices)
+        gather = None
+        if picker is not None:
+            dst, gather = _gather_accesses(
+                picker, dst, boxes, local, at, names, alias, ops, reads, generations, offsets, where
+            )
         return Command(
             what=what,
-            function="op_dma_" + what,
+            function="op_dma_gather" if gather else "op_dma_" + what,
             reads=(src,),
             writes=(dst,),
+            gather=gather,
             **base,
         )
     if op.kind == STORE:
@@ -657,6 +680,14 @@ def _command(
                     where,
                 )
             )
+            if j == 0 and owner.kind in LOADS and gather_reader(group, key, boxes.slices) is op:
+                # the table's rows came in index order (the gather load's compact box)
+                axis = int(entry.attr(op, "axis")) % v.type.rank
+                rows = math.prod(b - a for a, b in entry.operand_window(op, 1, box))
+                compact = tuple((0, rows) if e == axis else w for e, w in enumerate(window))
+                operand_accesses[-1] = replace(
+                    operand_accesses[-1], holder=compact, window=compact, gather_axis=axis
+                )
             continue
         source = None if v.is_arg else ops.get(v.owner)
         if source is not None and source.kind in LOADS and source.attrs.get("bypasscodegen"):
@@ -732,6 +763,49 @@ def _command(
         clobbers=clobbers,
         **base,
     )
+
+
+def _gather_accesses(
+    picker: Op,
+    dst: Access,
+    boxes: _GroupBoxes,
+    local: int,
+    at: Sequence[int],
+    names: Mapping[ValueKey, str],
+    alias: Mapping[ValueKey, ValueKey],
+    ops: Mapping[int, Op],
+    reads: Mapping[str, Use],
+    generations: Mapping[str, int],
+    offsets: Mapping[str, tuple[int, int]],
+    where: str,
+) -> tuple[Access, Access]:
+    """A gather load's destination (rows in index order) and the indices it reads."""
+    entry = get_op_def(picker.kind)
+    axis = int(entry.attr(picker, "axis")) % picker.operands[0].type.rank
+    box = boxes.box(picker.id, local, at)
+    table = entry.operand_window(picker, 0, box)
+    index_window = entry.operand_window(picker, 1, box)
+    rows = math.prod(b - a for a, b in index_window)
+    compact = tuple((0, rows) if e == axis else w for e, w in enumerate(table))
+    index_value = picker.operands[1]
+    key = alias.get(index_value.key, index_value.key)
+    name = names.get(key)
+    if name is None or name not in reads:
+        raise Tx8labError(
+            f"program: {where}: the gather load of {picker.label} needs its indices in SPM "
+            "before it; load them first (group-ldst, the default pipeline)"
+        )
+    indices = _spm_access(
+        name,
+        name,
+        use_label(reads[name], generations),
+        offsets,
+        index_value.type.dtype,
+        op_layout(ops[key[0]]).value,
+        index_window,
+        where,
+    )
+    return replace(dst, holder=compact, window=compact, gather_axis=axis), indices
 
 
 def _ddr_access(op: Op, shape: Sequence[int], dtype: str, layout: str, window: Window) -> Access:

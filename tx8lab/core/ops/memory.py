@@ -88,13 +88,23 @@ class LoadConst(Constant):
     c_param = "DMA"
 
     def codegen(self, op: Op, call: CCall) -> str:
-        """``op_dma_load_const(param, dst, ddr, g)``: the constant's slice DDR -> SPM (RDMA)."""
+        """``op_dma_load_const(param, dst, ddr, g)``: the constant's slice DDR -> SPM (RDMA).
+
+        A table a Gather picks rows of: ``op_dma_gather(param, dst, ddr, g, indices)``.
+        """
+        if call.gather:
+            return _gather_call(call)
         return f"op_dma_load_const({dma_param(call)}, {call.outs[0]}, {call.ddr}, {call.g_shape})"
 
     def op_attr(self, op: Op) -> OpAttr:
         return OpAttr(
             align_mode=AlignMode.BOTH, default_layout=_default_layout(op), engine=Engine.RDMA
         )
+
+
+def _gather_call(call: CCall) -> str:
+    args = f"{dma_param(call)}, {call.outs[0]}, {call.ddr}, {call.g_shape}, {call.gather}"
+    return f"op_dma_gather({args})"
 
 
 class LoadVar(OpDef):
@@ -107,7 +117,12 @@ class LoadVar(OpDef):
     c_param = "DMA"
 
     def codegen(self, op: Op, call: CCall) -> str:
-        """``op_dma_load(param, dst, ddr, g)``: the variable's slice DDR -> SPM (RDMA)."""
+        """``op_dma_load(param, dst, ddr, g)``: the variable's slice DDR -> SPM (RDMA).
+
+        A table a Gather picks rows of: ``op_dma_gather(param, dst, ddr, g, indices)``.
+        """
+        if call.gather:
+            return _gather_call(call)
         return f"op_dma_load({dma_param(call)}, {call.outs[0]}, {call.ddr}, {call.g_shape})"
 
     def op_attr(self, op: Op) -> OpAttr:

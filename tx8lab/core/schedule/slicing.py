@@ -587,8 +587,19 @@ def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
                     varies |= _operand_varies(user, plan.ops[user.id], j, plan.slots)
             # a value some kernel overwrites is reloaded every time that op runs
             placed = varies.union(*(plan.ops[b.id].slots for b, _ in body.clobbers.get(key, ())))
+            indices: list[ValueKey] = []
+            shapes: dict[ValueKey, tuple[int, ...]] = {key: shape}
+            picker = gather_reader(body.group, key, {i: p.slice for i, p in plan.ops.items()})
+            if picker is not None:
+                # rdmaGather: the rows its indices pick, so the load reads the indices and
+                # runs again whenever they change
+                index_key = body.resolve(picker.operands[1].key)
+                if index_key in body.spm:
+                    indices.append(index_key)
+                    shapes[index_key] = plan.ops[picker.id].slice.operands[1]
+                placed |= _operand_varies(picker, plan.ops[picker.id], 1, plan.slots)
             items.append(
-                _Item(op, "ld", placed, [], [key], {key: shape}, value_varies={key: varies})
+                _Item(op, "ld", placed, indices, [key], shapes, value_varies={key: varies})
             )
         elif op.kind in _STORES:
             key = body.resolve(op.operands[0].key)
@@ -606,7 +617,7 @@ def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
             p = plan.ops[op.id]
             engine = _ENGINE[get_op_def(op.kind).op_attr(op).engine]
             reads: list[ValueKey] = []
-            shapes: dict[ValueKey, tuple[int, ...]] = {}
+            shapes = {}
             for j, v in enumerate(op.operands):
                 key = body.resolve(v.key)
                 if key in body.spm:
@@ -635,7 +646,39 @@ def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
                 )
             )
     _check_clobbers(body, items)
-    return items
+    return _gathers_after_their_indices(items)
+
+
+def gather_reader(group: Op, key: ValueKey, slices: Mapping[int, SliceShape]) -> Op | None:
+    """The Gather that reads value ``key`` as its table and only some of its rows, or None.
+
+    The op library's ``Gather.operand_slice`` keeps the rows the slice's indices select
+    (seed rdmaGather): that load brings exactly those rows, picked by the index values.
+    """
+    for op in group.regions[0].ops:
+        if op.kind != "tx8be.Gather" or op.id not in slices or not op.operands:
+            continue
+        if op.operands[0].key != key:
+            continue
+        table = op.operands[0].type.shape
+        if tuple(slices[op.id].operands[0]) != tuple(table):
+            return op
+    return None
+
+
+def _gathers_after_their_indices(items: list[_Item]) -> list[_Item]:
+    """Each gather load moved just before its first reader when it reads indices.
+
+    The indices are written by an earlier load or compute op of the body; the gather's own
+    load (body order: constants first) would otherwise run before them.
+    """
+    out = list(items)
+    for load in [it for it in items if it.engine == "ld" and it.reads]:
+        out.remove(load)
+        key = load.writes[0]
+        first = next((i for i, it in enumerate(out) if key in it.reads), len(out))
+        out.insert(first, load)
+    return out
 
 
 def _check_clobbers(body: _Body, items: list[_Item]) -> None:
@@ -1252,6 +1295,7 @@ __all__ = [
     "default_schedule",
     "default_strategy",
     "engine_busy_cycles",
+    "gather_reader",
     "groups_of",
     "linked_dims",
     "loop_counts",
