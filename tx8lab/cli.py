@@ -734,9 +734,9 @@ def build_parser() -> argparse.ArgumentParser:
             "Generate seed 001's random test cases of one op kind: random dims, dtype, "
             "layout and attributes within what the op supports, inputs in safe ranges, the "
             "default pipeline and its main.c executed on the host model against the "
-            "interpreter; each case is written to OUT/<Kind>_s<seed>/ (.bin files, "
-            "case.json, main.c). Exit 1 when an executed case differs (kinds listed as "
-            "known failing excepted)."
+            "interpreter; each case is written to DIR/<Kind>_s<seed>/ (.bin files, "
+            "case.json, main.c). Exit 1 when a case does not match (failures listed in "
+            "KNOWN_FAILING excepted)."
         ),
     )
     testcase.add_argument(

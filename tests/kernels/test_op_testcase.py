@@ -362,6 +362,10 @@ def test_bad_parameters_and_case_files_are_named(tmp_path: Path) -> None:
         init_param("Softmax", 0, fixed={"shape": (2, 3)})
     with pytest.raises(Tx8labError, match=r"seed 'x' must be an integer"):
         init_param("Softmax", "x")  # type: ignore[arg-type]
+    with pytest.raises(Tx8labError, match=r"name '\.\./up' must be a plain folder name"):
+        init_param("Softmax", 0, name="../up")
+    with pytest.raises(Tx8labError, match=r"via 'gpu' must be 'c' .* or 'program'"):
+        compile_case(init_param("Softmax", 0), via="gpu")
     with pytest.raises(Tx8labError, match=r"no case\.json"):
         load_case(tmp_path / "nowhere")
     folder = save_case(compile_case(init_param("Neg", 1), via="program"), tmp_path)

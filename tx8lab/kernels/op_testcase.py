@@ -39,8 +39,10 @@ Readings chosen where the seed is vague:
   Sqrt, Rsqrt in [0.1, 4]; a variance in [0.1, 2]; Pow's base in [0.5, 2] with exponents
   in [-2, 2]); divisors and Reciprocal's operand of magnitude [0.25, 4] (or [1, 4] for
   integers) with both signs; integers in [-8, 8] ([-128, 127] for Unpack's packed bytes);
-  indices in range (Gather also negative ones, numpy style); Scatter's indices distinct
-  along the axis (ONNX leaves the order of repeated indices undefined); i1 both values.
+  matrix-engine operands in [-2, 2] (integers [-3, 3]); norm parameters in [-2, 2] (gamma,
+  scale) or [-1, 1] (beta, offset, mean, Gemm's C); indices in range (Gather also
+  negative ones, numpy style); Scatter's indices distinct along the axis (ONNX leaves the
+  order of repeated indices undefined); i1 both values.
   Weights are uniform in their range, which covers both signs when it does.
 - **Layout** of the ``.bin`` images: one coin flip per case between the aligned Cx/NCx
   image and the compact Tensor/NTensor one (``N``- prefixed when dim 0 is not 1, as
@@ -367,6 +369,16 @@ def generable_kinds() -> list[str]:
 def supported_dtypes(kind: str) -> tuple[str, ...]:
     """The element types the generator draws for ``kind`` (module doc, **Support**)."""
     return _KINDS[check_generable(kind).split(".", 1)[1]][0]
+
+
+def check_via(via: str) -> str:
+    """``via`` if it names a way to execute (``c`` or ``program``), else a clear error."""
+    if via not in ("c", "program"):
+        raise Tx8labError(
+            f"test case: via {via!r} must be 'c' (compile and run main.c) or 'program' "
+            "(walk the Program's command streams)"
+        )
+    return via
 
 
 def check_seed(seed: Any) -> int:
@@ -854,6 +866,12 @@ def init_param(
     seed = check_seed(seed)
     short = full.split(".", 1)[1]
     dtypes, make = _KINDS[short]
+    name = f"{short}_s{seed}" if name is None else str(name)
+    if not name or Path(name).name != name or name.startswith("."):
+        raise Tx8labError(
+            f"test case {short}: name {name!r} must be a plain folder name (no '/', not "
+            "starting with '.')"
+        )
     fixed = dict(fixed or {})
     unknown = set(fixed) - {"dtype", "aligned"}
     if unknown:
@@ -872,9 +890,7 @@ def init_param(
     operands, attrs = make(g, short)
     hw_specs = tuple(str(s) for s in hw)
     resolve_hw(list(hw_specs))  # a bad override fails here, naming the key
-    param = OpCaseParam(
-        name or f"{short}_s{seed}", full, seed, dtype, aligned, tuple(operands), attrs, hw_specs
-    )
+    param = OpCaseParam(name, full, seed, dtype, aligned, tuple(operands), attrs, hw_specs)
     build_module(param)  # the op library checks the drawn types and attributes
     return param
 
@@ -1050,6 +1066,7 @@ def compile_case(
     command streams (no C compiler). A failure of the pipeline or of the program is the
     case's :attr:`OpCase.error`; bad parameters raise.
     """
+    check_via(via)
     module = build_module(param)
     data = tuple(inputs) if inputs is not None else init_data(param)
     expected = tuple(interpret(module, list(data)))
@@ -1212,6 +1229,7 @@ def generate(
     Case ``i`` uses seed ``seed + i``, so it is the case ``--seed seed+i`` makes alone.
     """
     seed = check_seed(seed)
+    check_via(via)
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise Tx8labError(f"test case: count {count!r} must be a positive integer")
     kinds = generable_kinds() if str(kind).strip().lower() == "all" else [check_generable(kind)]
@@ -1311,6 +1329,7 @@ def load_case(folder: str | Path) -> LoadedCase:
 
 def rerun_case(folder: str | Path, *, via: str = "c") -> CaseResult:
     """Re-run a saved case: the pipeline and the executed C against the saved expected output."""
+    check_via(via)
     case = load_case(folder)
     again = interpret(case.module, list(case.inputs))
     reproduced = len(again) == len(case.expected) and all(
