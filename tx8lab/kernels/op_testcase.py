@@ -1181,10 +1181,13 @@ def save_case(case: OpCase, directory: str | Path) -> Path:
     try:
         info = _case_info(case, tmp)
         (tmp / "case.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
-        old = None
-        if final.exists():
-            old = final.rename(parent / f"{tmp.name}.old")
-        tmp.rename(final)
+        old = final.rename(parent / f"{tmp.name}.old") if final.exists() else None
+        try:
+            tmp.rename(final)
+        except OSError:
+            if old is not None:
+                old.rename(final)  # the previous case stays where it was
+            raise
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
     except OSError as err:
