@@ -39,6 +39,12 @@ Readings chosen:
   ``latency_ms`` (slowest tile's kernel body), ``busy_ms`` (per engine, busiest tile),
   the split, template and tiling key; for the board's shape also the calibration table.
   ``--backward`` adds the backward pass (FAG) modelled at the same tiling.
+- ``testcase OP --seed N --out DIR`` writes seed 001's random test cases of an op kind
+  (:mod:`tx8lab.kernels.op_testcase`), case ``i`` of ``--count K`` with seed ``N + i``;
+  ``all`` makes one case per kind the generator covers. One line per case: op, drawn
+  parameters, ``match`` / ``DIFFER`` / ``FAIL: error`` with the max |diff| and the
+  folder. ``--hw`` and ``--hw-set`` choose the chip as for ``run`` and are saved in the
+  case. Exit 1 when a case did not match, unless its kind is listed as known failing.
 """
 
 from __future__ import annotations
@@ -495,6 +501,19 @@ def _show_num(value: Any) -> str:
     return "-" if value is None else str(value)
 
 
+def _cmd_testcase(args: argparse.Namespace, out: TextIO) -> int:
+    from tx8lab.kernels.op_testcase import generate
+
+    _, overrides = _hw_from_args(args)
+    specs = [args.hw, *(f"{k}={v}" for k, v in overrides.items())]
+    status = 0
+    for made in generate(args.op, args.seed, args.out, count=args.count, hw=specs):
+        out.write(made.line() + "\n")
+        if not made.case.ok and made.case.known_failure() is None:
+            status = 1
+    return status
+
+
 def _cmd_lab(args: argparse.Namespace, out: TextIO) -> int:
     del out
     notebook = Path(__file__).resolve().parent.parent / TOUR
@@ -707,6 +726,33 @@ def build_parser() -> argparse.ArgumentParser:
     )
     alloc_arguments(alloc)
     alloc.set_defaults(func=cmd_alloc)
+
+    testcase = sub.add_parser(
+        "testcase",
+        help="random test cases of an op: reference, emitted main.c executed, files (seed 001)",
+        description=(
+            "Generate seed 001's random test cases of one op kind: random dims, dtype, "
+            "layout and attributes within what the op supports, inputs in safe ranges, the "
+            "default pipeline and its main.c executed on the host model against the "
+            "interpreter; each case is written to DIR/<Kind>_s<seed>/ (.bin files, "
+            "case.json, main.c). Exit 1 when a case does not match (failures listed in "
+            "KNOWN_FAILING excepted)."
+        ),
+    )
+    testcase.add_argument(
+        "op", metavar="OP", help="op kind (MatMul or tx8be.MatMul), or all (every kind)"
+    )
+    testcase.add_argument("--seed", type=int, default=0, help="seed of the first case (default 0)")
+    testcase.add_argument(
+        "--count", type=int, default=1, help="cases per kind, seeds SEED.. (default 1)"
+    )
+    testcase.add_argument("--out", required=True, metavar="DIR", help="where the cases go")
+    _add_hw_arguments(
+        testcase,
+        f"hardware preset ({', '.join(sorted(PRESETS))})",
+        "tile.spm_bytes=72Ki (a small SPM forces splits)",
+    )
+    testcase.set_defaults(func=_cmd_testcase)
 
     lab = sub.add_parser("lab", help=f"open JupyterLab on {TOUR.as_posix()}")
     lab.add_argument("--no-browser", action="store_true", help="do not open a browser")
