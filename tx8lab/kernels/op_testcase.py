@@ -121,7 +121,6 @@ class KnownFailure:
     """Every case of the kind fails (else only some shapes do)."""
 
 
-_BOX_PATTERN = r"ProgramError: .* holds box .* but its lifetime .* has \d+ bytes"
 _TOLERANCE_PATTERN = r"f32\[.*OUTSIDE the tolerance"
 
 #: Op kinds whose cases fail in the compiler today, found by sweeping seeds 0-199 (every
@@ -153,26 +152,6 @@ KNOWN_FAILING: dict[str, KnownFailure] = {
         r"comes from %\d+ tx8be.Tuple, which stores nothing to DDR",
         (0,),
         always=True,
-    ),
-    "tx8be.Gather": KnownFailure(
-        "16% of cases (32 of seeds 0-199): the scheduler sizes the data's buffer for the "
-        "rows the slice's indices select (Gather.operand_slice, the rdmaGather reading) "
-        "but the load brings the whole box of the data, e.g. seed 35, f32 data[144] "
-        "indices[4,2]: 'buffer %2: holds box [0:144] of %2 (576 bytes in Tensor) but its "
-        "lifetime %2 has 256 bytes' (the limitation tests/core/test_execute.py shows for "
-        "a constant table)",
-        _BOX_PATTERN,
-        (8, 20, 35),
-    ),
-    "tx8be.Resize": KnownFailure(
-        "2.5% of cases (5 of seeds 0-199): Resize.operand_slice gives a slice of h output "
-        "rows ceil(h / scale) input rows, but a slice that starts inside a block of scale "
-        "output rows reads one more (Resize.operand_window), so the load's box outgrows "
-        "the buffer when the rows are sharded, e.g. seed 22, i8 x[2,5,3,51] scales 3x2: "
-        "'buffer %2: holds box [0:1, 0:2, 0:3, 0:51] of %2 (306 bytes in Tensor) but its "
-        "lifetime %2 has 256 bytes'",
-        _BOX_PATTERN,
-        (22, 57),
     ),
     "tx8be.MatMul": KnownFailure(
         "1 of seeds 0-199: an f32 product with a long K differs from the interpreter by "

@@ -704,7 +704,7 @@ class Resize(_DataOp):
         n, h, w, c = op.operands[0].type.shape
         sn, sh, sw, sc = iteration
         scale_h, scale_w = op.attrs["scale_h"], op.attrs["scale_w"]
-        return (min(n, sn), min(h, -(-sh // scale_h)), min(w, -(-sw // scale_w)), min(c, sc))
+        return (min(n, sn), min(h, _span(sh, scale_h)), min(w, _span(sw, scale_w)), min(c, sc))
 
     def operand_window(self, op: Op, index: int, iteration: Window) -> Window:
         """Output rows ``[a, b)`` read input rows ``[a // scale, ceil(b / scale))``."""
@@ -715,6 +715,19 @@ class Resize(_DataOp):
     def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
         x = inputs[0]
         return (np.repeat(np.repeat(x, op.attrs["scale_h"], axis=1), op.attrs["scale_w"], axis=2),)
+
+
+def _span(outputs: int, scale: int) -> int:
+    """Input elements ``outputs`` consecutive outputs read when each input makes ``scale``.
+
+    A run that starts inside a block of ``scale`` outputs reads one more input than
+    ``ceil(outputs / scale)``: at most ``ceil((outputs - 1) / scale) + 1`` whatever its start.
+
+    Examples:
+        >>> _span(4, 2), _span(3, 2), _span(1, 3), _span(0, 2)
+        (3, 2, 1, 0)
+    """
+    return -(-(outputs - 1) // scale) + 1 if outputs > 0 else 0
 
 
 class Unpack(_DataOp):
@@ -740,7 +753,10 @@ class Unpack(_DataOp):
     def operand_slice(self, op: Op, index: int, iteration: tuple[int, ...]) -> tuple[int, ...]:
         shape = op.operands[0].type.shape
         *head, last = iteration
-        return (*(min(d, s) for d, s in zip(shape, head, strict=False)), -(-last // 2))
+        return (
+            *(min(d, s) for d, s in zip(shape, head, strict=False)),
+            min(shape[-1], _span(last, 2)),
+        )
 
     def operand_window(self, op: Op, index: int, iteration: Window) -> Window:
         """Output columns ``[a, b)`` unpack from bytes ``[a // 2, ceil(b / 2))``."""

@@ -660,9 +660,10 @@ def gather_reader(group: Op, key: ValueKey, slices: Mapping[int, SliceShape]) ->
             continue
         if op.operands[0].key != key:
             continue
-        table = op.operands[0].type.shape
-        if tuple(slices[op.id].operands[0]) != tuple(table):
-            return op
+        table = op.operands[0].type
+        axis = int(op.attrs.get("axis", 0)) % table.rank
+        if slices[op.id].operands[0][axis] < table.shape[axis]:
+            return op  # fewer rows than the table has: the ones the indices pick
     return None
 
 
