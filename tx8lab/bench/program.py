@@ -21,6 +21,7 @@ PROGRAM_CASES: tuple[tuple[str, dict[str, Any]], ...] = (
     ("vit_tiny", {"size": 32, "layers": 1, "hidden": 32, "heads": 2, "mlp": 64, "classes": 10}),
     ("resnet50", {"size": 32}),
     ("llama_decoder", {"hidden": 64, "heads": 2, "ffn": 128, "vocab": 100, "seq": 8}),
+    ("bert_base", {"seq": 16, "layers": 1, "hidden": 64, "heads": 2, "ffn": 128, "vocab": 100}),
 )
 #: The large cases of the issue's figures (skipped with --quick).
 LARGE_CASES: tuple[tuple[str, dict[str, Any]], ...] = (
