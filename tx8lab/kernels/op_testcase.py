@@ -97,6 +97,7 @@ from tx8lab.core.text import parse_module, print_module
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
 from tx8lab.hw.presets import resolve_hw
+from tx8lab.kernels.testcase import read_checked
 
 Array = npt.NDArray[Any]
 
@@ -1254,20 +1255,7 @@ class CaseResult:
 
 
 def _read_bin(folder: Path, entry: Mapping[str, Any]) -> Array:
-    path = folder / str(entry["file"])
-    if not path.is_file():
-        raise Tx8labError(f"test case {folder}: missing {path.name} (listed in case.json)")
-    data = path.read_bytes()
-    if len(data) != int(entry["bytes"]):
-        raise Tx8labError(
-            f"test case {folder}: {path.name} has {len(data)} bytes, case.json says "
-            f"{entry['bytes']}: regenerate the case"
-        )
-    if hashlib.sha256(data).hexdigest() != entry["sha256"]:
-        raise Tx8labError(
-            f"test case {folder}: {path.name} does not match its sha256 in case.json (the file "
-            "changed after it was written): regenerate the case"
-        )
+    data = read_checked(folder, entry)
     shape = tuple(int(d) for d in entry["shape"])
     return _from_image(data, shape, str(entry["dtype"]), str(entry["layout"]))
 

@@ -287,7 +287,8 @@ def generate(count: int, directory: str | Path, *, seed: int = 0) -> list[Path]:
     ]
 
 
-def _read_bin(folder: Path, entry: Mapping[str, Any]) -> Array:
+def read_checked(folder: Path, entry: Mapping[str, Any]) -> bytes:
+    """The bytes of one file a ``case.json`` lists, checked against its size and sha256."""
     path = folder / str(entry["file"])
     if not path.is_file():
         raise Tx8labError(f"test case {folder}: missing {path.name} (listed in case.json)")
@@ -298,7 +299,15 @@ def _read_bin(folder: Path, entry: Mapping[str, Any]) -> Array:
             f"{entry['bytes']}: regenerate the case"
         )
     if hashlib.sha256(data).hexdigest() != entry["sha256"]:
-        raise Tx8labError(f"test case {folder}: {path.name} does not match its sha256")
+        raise Tx8labError(
+            f"test case {folder}: {path.name} does not match its sha256 in case.json (the file "
+            "changed after it was written): regenerate the case"
+        )
+    return data
+
+
+def _read_bin(folder: Path, entry: Mapping[str, Any]) -> Array:
+    data = read_checked(folder, entry)
     return unpack(data, tuple(entry["shape"]), str(entry["dtype"]), str(entry["layout"]))
 
 
