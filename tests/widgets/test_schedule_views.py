@@ -220,3 +220,33 @@ def test_an_allocator_that_does_not_fit_is_drawn_over_the_capacity() -> None:
     assert max(r[3] for r in _rects(fig, "seed")) == allocs["seed"].peak_bytes > capacity
     assert "does not fit" in fig.layout.annotations[0].text
     assert fig.layout.yaxis.range[1] >= allocs["seed"].peak_bytes
+
+
+def test_timeline_hover_shows_each_slots_program_command() -> None:
+    from tx8lab.core.program import build_program
+    from tx8lab.core.program import group_schedule as rebuilt_schedule
+    from tx8lab.hw.presets import resolve_hw
+    from tx8lab.widgets.timeline import iteration_text, program_commands
+
+    hw = resolve_hw(["tile.spm_bytes=72Ki"])
+    module = list(run_pipeline(zoo.tiny_cnn(size=32, channels=32), build_pipeline(None, {}), hw))[
+        -1
+    ].result.module
+    program = build_program(module, hw)
+    looping = next(c.group for cs in program.tiles.values() for c in cs if c.iteration and c.psum)
+    group = next(op for op in module.main.ops if op.id == looping)
+    _, _, tl = rebuilt_schedule(group, hw)
+    fig = timeline_figure(tl, program=program, tile=0)
+    commands = program_commands(program, looping, 0)
+    rows = [row for tr in fig.data for row in tr.customdata]
+    assert len(rows) == len(tl.slots) == len(commands)
+    by_slot = {(c.task, "" if not c.iteration else iteration_text(c.iteration)): c
+               for c in commands.values()}  # fmt: skip
+    for row in rows:
+        c = by_slot[(row[0], row[1])]
+        assert c.function in row[8]
+        for a in (*c.reads, *c.writes):
+            assert f"{a.buffer}@0x{a.addr:x}" in row[8]
+    assert any("psum" in row[8] for row in rows)
+    with pytest.raises(Tx8labError, match=f"no commands of group %{looping} on tile 99"):
+        program_commands(program, looping, 99)

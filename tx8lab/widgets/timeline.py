@@ -18,6 +18,10 @@ Readings chosen:
 - **Cursor = a time step** (the unit the SPM Gantt and the allocator share); the timeline
   shades the cycles that step spans (``[start of step, start of next step)``).
   ``-1`` is none; values are clamped to ``[-1, steps - 1]``.
+- **Program commands.** Given the module's ``Program``, each bar's hover shows the
+  command main.c issues for that slot on one tile (C function, SPM and DDR ranges with
+  addresses, lifetimes and boxes, psum flags, a gather's indices): the timeline and the
+  executed program side by side.
 - **Ops at the cursor** in a GraphView: a category overlay named ``schedule`` (each op's
   engines at that step, e.g. ``ne``; ops of the group idle at that step ``idle``), added with
   ``GraphView.add_overlay`` so the drawing is re-coloured without a new layout. Task ops that
@@ -26,6 +30,7 @@ Readings chosen:
 
 from __future__ import annotations
 
+import html
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -35,6 +40,7 @@ import plotly.graph_objects as go
 import traitlets
 
 from tx8lab.core.passes.base import Step
+from tx8lab.core.program import Access, Command, Program
 from tx8lab.core.schedule.spm_alloc import Allocation
 from tx8lab.core.schedule.sw_pipeline import step_bounds
 from tx8lab.core.schedule.tasks import ENGINES, Buffer, Slot, Timeline
@@ -78,6 +84,43 @@ def _object_rows(rows: list[tuple[Any, ...]]) -> Any:
     return np.array(rows, dtype=object).reshape(len(rows), -1)
 
 
+def program_commands(
+    program: Program, group_id: int, tile: int
+) -> dict[tuple[str, tuple[int, ...]], Command]:
+    """(task id, iteration) -> the Program's command of that slot on ``tile``.
+
+    Raises:
+        Tx8labError: the Program has no commands of the group on that tile.
+    """
+    commands = [c for c in program.group_commands(group_id, tile) if c.what != "barrier"]
+    if not commands:
+        tiles = sorted(t for t, cs in program.tiles.items() if any(c.group == group_id for c in cs))
+        raise Tx8labError(
+            f"the program has no commands of group %{group_id} on tile {tile}; its tiles: "
+            f"{tiles[:16]}"
+        )
+    return {(c.task, c.iteration): c for c in commands}
+
+
+def command_text(c: Command) -> str:
+    """One command as hover text: the C call, then each SPM/DDR range it reads and writes."""
+
+    def access(a: Access) -> str:
+        where = f"0x{a.addr:x}" + (f" ({a.lifetime})" if a.lifetime else "")
+        box = "[" + ",".join(f"{lo}:{hi}" for lo, hi in a.window) + "]"
+        return f"{a.buffer}@{where}{box}"
+
+    lines = [f"{c.function} (tile {c.tile})"]
+    lines += [f"reads {access(a)}" for a in c.reads]
+    lines += [f"writes {access(a)}" for a in c.writes]
+    if c.gather is not None:
+        lines.append(f"rows picked by {access(c.gather)}")
+    if c.psum is not None:
+        flags = "+".join(f for f, on in (("init", c.psum_init), ("last", c.psum_last)) if on)
+        lines.append(f"psum {access(c.psum)} {flags or 'add'}")
+    return "<br>".join(html.escape(line) for line in lines)
+
+
 def timeline_figure(
     timeline: Timeline,
     *,
@@ -85,10 +128,18 @@ def timeline_figure(
     cursor: int = -1,
     title: str | None = None,
     height: int = 300,
+    program: Program | None = None,
+    tile: int = 0,
 ) -> go.Figure:
-    """Every slot of ``timeline`` as a bar on its engine row, in cycles (see module doc)."""
+    """Every slot of ``timeline`` as a bar on its engine row, in cycles (see module doc).
+
+    With ``program`` (the module's :class:`~tx8lab.core.program.Program`), each bar's hover
+    also shows the command main.c issues for it on ``tile``: the C function and the SPM and
+    DDR ranges it reads and writes (addresses, lifetimes, boxes).
+    """
     if color_by not in ("iteration", "op"):
         raise Tx8labError(f"color_by={color_by!r}: use 'iteration' or 'op'")
+    commands = program_commands(program, timeline.group_id, tile) if program else {}
     groups: dict[str, list[Slot]] = {}
     for slot in timeline.slots:
         groups.setdefault(_slot_key(timeline, slot, color_by), []).append(slot)
@@ -98,7 +149,7 @@ def timeline_figure(
         "<b>%{customdata[0]}</b> %{customdata[1]} on %{y}, step %{customdata[2]}"
         "<br>op %{customdata[3]} %{customdata[7]}"
         "<br>cycles [%{customdata[4]:,}, %{customdata[5]:,}): %{x:,}"
-        "<br>%{customdata[6]}<extra>%{fullData.name}</extra>"
+        "<br>%{customdata[6]}%{customdata[8]}<extra>%{fullData.name}</extra>"
     )
     color_index = 0
     for key in keys:
@@ -121,6 +172,9 @@ def timeline_figure(
                     s.end,
                     "" if task is None else task.explain,
                     "" if task is None or not task.stage else f"({task.stage})",
+                    "<br>" + command_text(commands[(s.task, s.iteration)])
+                    if (s.task, s.iteration) in commands
+                    else "",
                 )
             )
         # numpy arrays: plotly validates them in one call instead of element by element
@@ -203,11 +257,13 @@ class TimelineView(ipywidgets.VBox):  # type: ignore[misc]
 
     def __init__(
         self, timeline: Timeline, *, color_by: ColorBy = "iteration", cursor: int = -1,
-        **kwargs: Any,
+        program: Program | None = None, tile: int = 0, **kwargs: Any,
     ) -> None:  # fmt: skip
         self.timeline = timeline
         """The timeline drawn (Python only)."""
-        self.figure = go.FigureWidget(timeline_figure(timeline, color_by=color_by))
+        self.figure = go.FigureWidget(
+            timeline_figure(timeline, color_by=color_by, program=program, tile=tile)
+        )
         """The live figure (a ``go.FigureWidget``)."""
         super().__init__(children=[self.figure], **kwargs)
         self.steps = timeline.steps
@@ -329,7 +385,9 @@ __all__ = [
     "NO_LOOP",
     "ScheduleView",
     "TimelineView",
+    "command_text",
     "iteration_text",
+    "program_commands",
     "running_at",
     "set_timeline_cursor",
     "timeline_figure",
