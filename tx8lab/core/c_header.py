@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from tx8lab.core.codegen_c import (
     COMMON_FIELDS,
+    DMA_FUNCTIONS,
     FORMATS,
     MAX_LOOP_DEPTH,
     MAX_SHAPE_DIM,
@@ -88,15 +89,10 @@ def header_text() -> str:
         "uint64_t tsm_barrier(void);",
         "",
         "/* DMA (RDMA loads DDR -> SPM, WDMA stores SPM -> DDR); each advances",
-        " * tsr->shape->shape_start over the tile's window of g and sets g->done at its end */",
-        "uint64_t op_dma_load(const DMA_PARAM *param, TSR *dst, uint64_t ddr_addr, G_SHAPE *g);",
-        "uint64_t op_dma_load_const(const DMA_PARAM *param, TSR *dst, uint64_t ddr_addr, "
-        "G_SHAPE *g);",
-        "uint64_t op_dma_store(const DMA_PARAM *param, TSR *src, uint64_t ddr_addr, G_SHAPE *g);",
-        "/* RDMA gather (rdmaGather): the rows of g's window that the indices in SPM pick, in",
+        " * tsr->shape->shape_start over the tile's window of g and sets g->done at its end.",
+        " * op_dma_gather (rdmaGather): the rows of g's window that the indices in SPM pick, in",
         " * index order, for a Gather that reads only those rows of its table */",
-        "uint64_t op_dma_gather(const DMA_PARAM *param, TSR *dst, uint64_t ddr_addr, G_SHAPE *g,",
-        "                      const TSR *indices);",
+        *(f.prototype() + ";" for f in DMA_FUNCTIONS),
         "",
         "/* the groups of main.c in order, for a host that runs them tile by tile */",
         "typedef uint64_t (*tx8_group_fn)(int32_t tile_id);",

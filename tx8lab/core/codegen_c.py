@@ -268,6 +268,39 @@ def compute_call(opdef: OpSignature, call: CCall, fields: Mapping[str, Any], dty
     return f"{c_function(opdef.kind)}({', '.join(args)})"
 
 
+@dataclass(frozen=True)
+class DmaFunction:
+    """One DMA function of the op library: its C parameters and which TSRs it reads/writes."""
+
+    name: str
+    params: str
+    """The C parameter list."""
+    reads: tuple[str, ...]
+    """The ``TSR *`` parameters whose SPM bytes it reads."""
+    writes: tuple[str, ...]
+    """The ``TSR *`` parameters whose SPM bytes it writes."""
+
+    def prototype(self) -> str:
+        """The C signature, without ``;``."""
+        return f"uint64_t {self.name}({self.params})"
+
+
+_DMA_PARAMS = "const DMA_PARAM *param, TSR *{}, uint64_t ddr_addr, G_SHAPE *g"
+
+#: The DMA functions main.c calls (RDMA loads, the rdmaGather load, WDMA stores).
+DMA_FUNCTIONS: tuple[DmaFunction, ...] = (
+    DmaFunction("op_dma_load", _DMA_PARAMS.format("dst"), (), ("dst",)),
+    DmaFunction("op_dma_load_const", _DMA_PARAMS.format("dst"), (), ("dst",)),
+    DmaFunction("op_dma_store", _DMA_PARAMS.format("src"), ("src",), ()),
+    DmaFunction(
+        "op_dma_gather",
+        _DMA_PARAMS.format("dst") + ", const TSR *indices",
+        ("indices",),
+        ("dst",),
+    ),
+)
+
+
 def prototype(opdef: OpSignature) -> str:
     """The header declaration of a compute op's function (see the module docstring)."""
     args = [f"const {opdef.c_param} *param"]
@@ -287,12 +320,14 @@ def prototype(opdef: OpSignature) -> str:
 
 __all__ = [
     "COMMON_FIELDS",
+    "DMA_FUNCTIONS",
     "FORMATS",
     "MAX_LOOP_DEPTH",
     "MAX_SHAPE_DIM",
     "OP_INSTR_TYPES",
     "PARAM_STRUCTS",
     "CCall",
+    "DmaFunction",
     "OpSignature",
     "c_at",
     "c_format",

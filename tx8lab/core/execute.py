@@ -52,7 +52,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from tx8lab.core.codegen_c import MAX_LOOP_DEPTH, MAX_SHAPE_DIM, c_function, prototype
+from tx8lab.core.codegen_c import (
+    DMA_FUNCTIONS,
+    MAX_LOOP_DEPTH,
+    MAX_SHAPE_DIM,
+    c_function,
+    prototype,
+)
 from tx8lab.core.dtypes import FLOAT_DTYPES
 from tx8lab.core.hostmodel import (
     Machine,
@@ -119,28 +125,19 @@ def host_source(mesh_cols: int) -> str:
         'uint64_t tsm_barrier(void) { return host_cb("tsm_barrier", NULL, NULL, 0, NULL, '
         "NULL, NULL, 0, 0); }",
     ]
-    for fn, arg in (("op_dma_load", "dst"), ("op_dma_load_const", "dst")):
+    for dma in DMA_FUNCTIONS:
+        lines.append(f"{dma.prototype()} {{")
+        for array, names in (("ins", dma.reads), ("outs", dma.writes)):
+            if names:
+                lines.append(f"    TSR *{array}[] = {{{', '.join(f'(TSR *){n}' for n in names)}}};")
+        src = "ins" if dma.reads else "NULL"
+        dst = "outs" if dma.writes else "NULL"
         lines += [
-            f"uint64_t {fn}(const DMA_PARAM *param, TSR *{arg}, uint64_t ddr_addr, G_SHAPE *g) {{",
-            f"    TSR *outs[1] = {{{arg}}};",
             "    (void)g;",
-            f'    return host_cb("{fn}", param, NULL, 0, NULL, NULL, outs, 1, ddr_addr);',
+            f'    return host_cb("{dma.name}", param, {src}, {len(dma.reads)}, NULL, NULL, '
+            f"{dst}, {len(dma.writes)}, ddr_addr);",
             "}",
         ]
-    lines += [
-        "uint64_t op_dma_gather(const DMA_PARAM *param, TSR *dst, uint64_t ddr_addr, G_SHAPE *g,",
-        "                      const TSR *indices) {",
-        "    TSR *ins[1] = {(TSR *)indices};",
-        "    TSR *outs[1] = {dst};",
-        "    (void)g;",
-        '    return host_cb("op_dma_gather", param, ins, 1, NULL, NULL, outs, 1, ddr_addr);',
-        "}",
-        "uint64_t op_dma_store(const DMA_PARAM *param, TSR *src, uint64_t ddr_addr, G_SHAPE *g) {",
-        "    TSR *ins[1] = {src};",
-        "    (void)g;",
-        '    return host_cb("op_dma_store", param, ins, 1, NULL, NULL, NULL, 0, ddr_addr);',
-        "}",
-    ]
     seen: set[str] = set()
     for kind in sorted(OPS):
         opdef = OPS[kind]

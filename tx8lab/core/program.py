@@ -72,7 +72,7 @@ from tx8lab.core.grouping import is_compute
 from tx8lab.core.ir import TERMINATORS, Module, Op, TensorType, Value
 from tx8lab.core.ops import get_op_def
 from tx8lab.core.ops.registry import Window, op_layout, value_bytes
-from tx8lab.core.schedule.slicing import gather_reader, linked_dims, loop_slots
+from tx8lab.core.schedule.slicing import gather_readers, linked_dims, loop_slots
 from tx8lab.core.schedule.stages import StageSettings, run_group
 from tx8lab.core.schedule.sw_pipeline import Instance, Use, expand
 from tx8lab.core.schedule.tasks import (
@@ -413,6 +413,8 @@ class _GroupBoxes:
             for op_id, st in strategy.ops.items()
             if op_id in ops
         }
+        self.gathers = gather_readers(group, self.slices)
+        """Table value -> the Gather whose indices pick its rows (a gather load)."""
 
     def chunk_index(self, root: tuple[int, int], at: Sequence[int]) -> int:
         """Chunk of group dim ``root`` at loop indices ``at`` (outermost first)."""
@@ -626,7 +628,7 @@ def _command(
             where,
         )
         what: What = "load_const" if op.kind == "tx8be.LoadConst" else "load"
-        picker = gather_reader(group, key, boxes.slices)
+        picker = boxes.gathers.get(key)
         gather = None
         if picker is not None:
             dst, gather = _gather_accesses(
@@ -680,14 +682,9 @@ def _command(
                     where,
                 )
             )
-            if j == 0 and owner.kind in LOADS and gather_reader(group, key, boxes.slices) is op:
+            if j == 0 and owner.kind in LOADS and boxes.gathers.get(key) is op:
                 # the table's rows came in index order (the gather load's compact box)
-                axis = int(entry.attr(op, "axis")) % v.type.rank
-                rows = math.prod(b - a for a, b in entry.operand_window(op, 1, box))
-                compact = tuple((0, rows) if e == axis else w for e, w in enumerate(window))
-                operand_accesses[-1] = replace(
-                    operand_accesses[-1], holder=compact, window=compact, gather_axis=axis
-                )
+                operand_accesses[-1] = _as_gathered(operand_accesses[-1], op, box)
             continue
         source = None if v.is_arg else ops.get(v.owner)
         if source is not None and source.kind in LOADS and source.attrs.get("bypasscodegen"):
@@ -780,13 +777,8 @@ def _gather_accesses(
     where: str,
 ) -> tuple[Access, Access]:
     """A gather load's destination (rows in index order) and the indices it reads."""
-    entry = get_op_def(picker.kind)
-    axis = int(entry.attr(picker, "axis")) % picker.operands[0].type.rank
     box = boxes.box(picker.id, local, at)
-    table = entry.operand_window(picker, 0, box)
-    index_window = entry.operand_window(picker, 1, box)
-    rows = math.prod(b - a for a, b in index_window)
-    compact = tuple((0, rows) if e == axis else w for e, w in enumerate(table))
+    index_window = get_op_def(picker.kind).operand_window(picker, 1, box)
     index_value = picker.operands[1]
     key = alias.get(index_value.key, index_value.key)
     name = names.get(key)
@@ -805,7 +797,17 @@ def _gather_accesses(
         index_window,
         where,
     )
-    return replace(dst, holder=compact, window=compact, gather_axis=axis), indices
+    return _as_gathered(dst, picker, box), indices
+
+
+def _as_gathered(access: Access, picker: Op, box: Window) -> Access:
+    """``access`` to a Gather's table as the rows its indices pick at ``box``, in order."""
+    entry = get_op_def(picker.kind)
+    axis = int(entry.attr(picker, "axis")) % picker.operands[0].type.rank
+    rows = math.prod(b - a for a, b in entry.operand_window(picker, 1, box))
+    table = entry.operand_window(picker, 0, box)
+    compact = tuple((0, rows) if e == axis else w for e, w in enumerate(table))
+    return replace(access, holder=compact, window=compact, gather_axis=axis)
 
 
 def _ddr_access(op: Op, shape: Sequence[int], dtype: str, layout: str, window: Window) -> Access:

@@ -571,6 +571,7 @@ class _Item:
 
 def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
     items: list[_Item] = []
+    gathers = gather_readers(body.group, {i: p.slice for i, p in plan.ops.items()})
     for op in body.ops:
         if op.kind in _LOADS:
             if op.attrs.get("bypasscodegen"):
@@ -589,7 +590,7 @@ def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
             placed = varies.union(*(plan.ops[b.id].slots for b, _ in body.clobbers.get(key, ())))
             indices: list[ValueKey] = []
             shapes: dict[ValueKey, tuple[int, ...]] = {key: shape}
-            picker = gather_reader(body.group, key, {i: p.slice for i, p in plan.ops.items()})
+            picker = gathers.get(key)
             if picker is not None:
                 # rdmaGather: the rows its indices pick, so the load reads the indices and
                 # runs again whenever they change
@@ -649,22 +650,22 @@ def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
     return _gathers_after_their_indices(items)
 
 
-def gather_reader(group: Op, key: ValueKey, slices: Mapping[int, SliceShape]) -> Op | None:
-    """The Gather that reads value ``key`` as its table and only some of its rows, or None.
+def gather_readers(group: Op, slices: Mapping[int, SliceShape]) -> dict[ValueKey, Op]:
+    """Table value -> the Gather that reads only some of its rows (its slices ``slices``).
 
     The op library's ``Gather.operand_slice`` keeps the rows the slice's indices select
     (seed rdmaGather): that load brings exactly those rows, picked by the index values.
+    A Gather whose indices reach as many rows as the table has takes it whole.
     """
+    out: dict[ValueKey, Op] = {}
     for op in group.regions[0].ops:
         if op.kind != "tx8be.Gather" or op.id not in slices or not op.operands:
-            continue
-        if op.operands[0].key != key:
             continue
         table = op.operands[0].type
         axis = int(op.attrs.get("axis", 0)) % table.rank
         if slices[op.id].operands[0][axis] < table.shape[axis]:
-            return op  # fewer rows than the table has: the ones the indices pick
-    return None
+            out.setdefault(op.operands[0].key, op)
+    return out
 
 
 def _gathers_after_their_indices(items: list[_Item]) -> list[_Item]:
@@ -1296,7 +1297,7 @@ __all__ = [
     "default_schedule",
     "default_strategy",
     "engine_busy_cycles",
-    "gather_reader",
+    "gather_readers",
     "groups_of",
     "linked_dims",
     "loop_counts",
