@@ -505,14 +505,18 @@ class Machine:
                 self.clobber(c, c.reads[j], left)
 
 
+def _flat_indices(indices: Array, size: int) -> Array:
+    """Index values in order, negative ones counted from the end of an axis of ``size``."""
+    idx = np.asarray(indices).astype(np.int64).ravel()
+    return np.where(idx < 0, idx + size, idx)
+
+
 def _picked_rows(c: Command, table: Array, indices: Array) -> Array:
     """The rows of the DDR window ``table`` a gather load's ``indices`` pick, in order."""
     dst = c.writes[0]
     axis = dst.gather_axis
     start, stop = c.reads[0].window[axis]
-    size = c.reads[0].holder[axis][1]
-    idx = np.asarray(indices).astype(np.int64).ravel()
-    idx = np.where(idx < 0, idx + size, idx)
+    idx = _flat_indices(indices, c.reads[0].holder[axis][1])
     if idx.size and (idx.min() < start or idx.max() >= stop):
         raise ProgramError(
             f"{c.label} gathers rows {idx.min()}..{idx.max()} of {c.reads[0].buffer}, outside "
@@ -534,8 +538,7 @@ def _scattered_table(op: Op, c: Command, inputs: Sequence[Array]) -> tuple[Comma
     a0 = c.reads[0]
     axis = a0.gather_axis
     size = op.operands[0].type.shape[axis]
-    idx = np.asarray(inputs[1]).astype(np.int64).ravel()
-    idx = np.where(idx < 0, idx + size, idx)
+    idx = _flat_indices(inputs[1], size)
     window = tuple((0, size) if e == axis else w for e, w in enumerate(a0.window))
     rows = np.asarray(inputs[0])
     full = np.full(
