@@ -267,8 +267,8 @@ def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         write_report(args.json, report)
         table.write(f"report written to {args.json}\n")
     if args.trace:
-        _write_trace(args.trace, steps, hw)
-        table.write(f"trace written to {args.trace} (open it in ui.perfetto.dev)\n")
+        note = _write_trace(args.trace, steps, hw)
+        table.write(f"trace written to {args.trace} (open it in ui.perfetto.dev){note}\n")
     if args.report:
         seconds = _write_html(args.report, module, steps, hw, report)
         table.write(f"HTML report written to {args.report} in {seconds:.2f} s\n")
@@ -312,8 +312,14 @@ def _write_html(path: str, module: Any, steps: Sequence[Any], hw: Any, report: A
     return write_html_report(path, module, steps, hw, report)["total"]
 
 
-def _write_trace(path: str, steps: Sequence[Any], hw: Any) -> None:
-    """The Perfetto trace of the model's groups, from the group-cost step."""
+def _write_trace(path: str, steps: Sequence[Any], hw: Any) -> str:
+    """The Perfetto trace of the model's groups, from the group-cost step.
+
+    When the pipeline ran through opt-ddr (every load and store has its DDR address), each
+    slot also carries the command main.c issues for it on tile 0; returns a note for the
+    user saying whether it does and why not.
+    """
+    from tx8lab.core.program import build_program
     from tx8lab.core.schedule.trace import model_trace, write_trace
 
     cost = next((s for s in steps if s.name == "group-cost"), None)
@@ -324,7 +330,18 @@ def _write_trace(path: str, steps: Sequence[Any], hw: Any) -> None:
         )
     artifacts = cost.result.artifacts
     timelines = [artifacts["runs"][entry["id"]].timeline for entry in artifacts["groups"]]
-    write_trace(model_trace(timelines, hw, need_barrier=artifacts["need_barrier"]), path)
+    commands = None
+    if not any(s.name == "opt-ddr" for s in steps):
+        note = "; no commands in it: the pipeline stopped before opt-ddr placed DDR"
+    else:
+        try:
+            commands = build_program(steps[-1].result.module, hw).command_args(tile=0)
+            note = "; each slot shows its main.c command on tile 0"
+        except Tx8labError as err:
+            note = f"; no commands in it: {err}"
+    trace = model_trace(timelines, hw, need_barrier=artifacts["need_barrier"], commands=commands)
+    write_trace(trace, path)
+    return note
 
 
 def _cmd_fuse(args: argparse.Namespace, out: TextIO) -> int:

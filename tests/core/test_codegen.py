@@ -28,12 +28,14 @@ from tx8lab.core import zoo
 from tx8lab.core.c_header import header_text
 from tx8lab.core.codegen import CodegenCache, _rotation, group_c, groups_c, main_c
 from tx8lab.core.codegen_c import CCall, c_function
+from tx8lab.core.execute import execute_module
 from tx8lab.core.ir import Module, Op
 from tx8lab.core.ops import OPS
 from tx8lab.core.ops.registry import SliceShape
 from tx8lab.core.passes import DEFAULT_PIPELINE, build_pipeline
 from tx8lab.core.passes.base import Step
 from tx8lab.core.passes.codegen import Codegen, header_path
+from tx8lab.core.program import build_program
 from tx8lab.core.runner import run_pipeline
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import get_preset
@@ -99,6 +101,29 @@ def golden_cases() -> dict[str, str]:
         "transformer_matmul_psum_group.c": texts[psum.id],
         "tiny_cnn_main.c": cnn.result.artifacts["main_c"],
     }
+
+
+def golden_modules() -> dict[str, tuple[Module, ChipConfig]]:
+    """File name -> the scheduled module (and hardware) whose main.c holds that text."""
+    cnn = _pinned("tiny_cnn")[-1].after
+    block = _pinned("tiny_transformer_block", SMALL_SPM, seq=64, hidden=64)[-1].after
+    return {
+        "tiny_cnn_conv_group.c": (cnn, HW),
+        "transformer_attention_group.c": (block, SMALL_SPM),
+        "transformer_matmul_psum_group.c": (block, SMALL_SPM),
+        "tiny_cnn_main.c": (cnn, HW),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(golden_cases()))
+def test_golden_c_executes_like_the_interpreter(name: str) -> None:
+    # the golden text itself is what runs: main.c holds it verbatim
+    module, hw = golden_modules()[name]
+    text = main_c(module, hw, groups_c(module, hw))
+    assert (GOLDEN / name).read_text(encoding="utf-8") in text
+    ex = execute_module(module, hw, main_c=text)
+    assert ex.ok, ex.summary()
+    assert len(ex.trace) == ex.program.num_commands
 
 
 @pytest.mark.parametrize("name", sorted(golden_cases()))
@@ -257,6 +282,36 @@ def test_one_call_per_task_in_program_order() -> None:
         text = block.result.artifacts["c"][group.id]
         called = re.findall(r"cycles \+= op_\w+\(.*\);  /\* (\S+) ", text)
         assert called == tasks
+
+
+def _unroll(nodes: Any, at: tuple[int, ...] = ()) -> Any:
+    for node in nodes:
+        if hasattr(node, "times"):
+            for i in range(node.times):
+                yield from _unroll(node.body, (*at, i))
+        else:
+            yield node.id, at
+
+
+def test_main_c_is_printed_from_the_program_it_unrolls() -> None:
+    # the Program keeps each group's loop nest (GroupCode); main.c prints its call sites in
+    # order, and each tile's commands are those sites run through the loops by hand
+    block = _pinned("tiny_transformer_block", SMALL_SPM, seq=64, hidden=64)[-1]
+    program = build_program(block.after, SMALL_SPM)
+    printed = groups_c(block.after, SMALL_SPM, program=program)
+    assert [g.text for g in printed] == [block.result.artifacts["c"][g.group_id] for g in printed]
+    looped = 0
+    for g in printed:
+        code = program.code[g.group_id]
+        called = re.findall(r"cycles \+= op_\w+\(.*\);  /\* (\S+) ", g.text)
+        assert called == code.sites
+        unrolled = list(_unroll(code.schedule.nodes))
+        looped += any(at for _, at in unrolled)
+        for tile in program.tiles:
+            commands = [c for c in program.group_commands(g.group_id, tile) if c.what != "barrier"]
+            if commands:
+                assert [(c.task, c.iteration) for c in commands] == unrolled
+    assert looped
 
 
 def test_loops_follow_the_repeat_nodes_and_psum_restarts() -> None:

@@ -395,3 +395,37 @@ def test_report_shows_the_chip_to_chip_cycles() -> None:
     assert report["c2c_cycles"] == cost.stats["c2c_cycles"]
     single = list(run_pipeline(module, build_pipeline(), TX81))
     assert "c2c_cycles" not in build_report(module, single, TX81)
+
+
+def test_the_trace_shows_each_slots_main_c_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a tiny CNN at 72 KiB loops, multi-buffers and sums partial products
+    trace = tmp_path / "trace.json"
+    args = ["run", "tiny_cnn", "--model-arg", "size=32", "--model-arg", "channels=32"]
+    args += ["--hw-set", "tile.spm_bytes=72Ki", "--trace", str(trace)]
+    assert main(args) == 0
+    assert "each slot shows its main.c command on tile 0" in capsys.readouterr().out
+    events = [e for e in json.loads(trace.read_text())["traceEvents"] if e.get("ph") == "X"]
+    slots = [e for e in events if e["pid"] == 0]
+    assert slots and all("command" in e["args"] for e in slots)
+    prefix = {"ld": "op_dma_load", "st": "op_dma_store"}
+    for e in slots:
+        command, task = e["args"]["command"], e["args"]["task"]
+        assert command["op"] == f"%{e['args']['op_id']}"
+        engine = task.split(":")[0]
+        if engine in prefix:
+            assert command["function"].startswith(prefix[engine]), (task, command)
+        assert command["reads"] or command["function"].startswith("op_dma_load")
+    looped = [e for e in slots if e["args"]["iteration"] and e["args"]["iteration"][-1] > 0]
+    assert looped
+    assert any("psum" in e["args"]["command"] for e in slots)
+    # the same load at two iterations reads other DDR boxes
+    loads: dict[str, set[str]] = {}
+    for e in slots:
+        if e["args"]["command"]["function"] == "op_dma_load":
+            loads.setdefault(e["args"]["task"], set()).add(e["args"]["command"]["reads"][0])
+    assert any(len(boxes) > 1 for boxes in loads.values())
+    # stopped before opt-ddr: the trace has no commands and says why
+    assert main([*args, "--until", "opt-barrier"]) == 0
+    assert "stopped before opt-ddr" in capsys.readouterr().out

@@ -6,10 +6,13 @@ slices; ``TSR`` / ``L_SHAPE`` / ``G_SHAPE``; the AddVS example's cycle accumulat
 after group-cost, opt-barrier and opt-ddr holds everything: each group's strategy
 (``tile_shard`` / ``tile_split`` / ``chip_cut`` on its body ops, ``multi_buffer``,
 ``retract``), its SPM allocation (``spm_offsets``, by lifetime id), ``need_barrier`` and the
-loads' and stores' ``ddr_addr``. :func:`group_c` rebuilds the group's init pipeline
-(``schedule_input``), its timeline (``sw_pipeline``) and buffer versions (``expand``), and
-writes the loop nest of the Repeat nodes with one op-library call per task;
-:func:`main_c` puts the groups in order under the DDR address table.
+loads' and stores' ``ddr_addr``. :func:`group_c` prints a group from its
+:class:`~tx8lab.core.program.GroupCode` (the init pipeline, timeline and buffer versions,
+built once by ``program.group_code``: the rolled form of the Program's commands, which
+the Program holds in ``Program.code``), writing the loop nest of the Repeat nodes with one
+op-library call per task; :func:`main_c` puts the groups in order under the DDR address
+table. Executed, main.c's call trace equals the Program command for command
+(``tx8lab.core.execute``).
 
 Readings chosen where the seed is vague:
 
@@ -60,7 +63,7 @@ Readings chosen where the seed is vague:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,13 +73,15 @@ from tx8lab.core.ir import TERMINATORS, Module, Op
 from tx8lab.core.ops import get_op_def
 from tx8lab.core.ops.registry import SliceShape
 from tx8lab.core.program import (
+    GroupCode,
+    Program,
+    group_code,
     group_schedule,
     lifetime_label,
     lifetime_labels,
     strategy_of,
-    value_names,
 )
-from tx8lab.core.schedule.sw_pipeline import Instance, expand
+from tx8lab.core.schedule.sw_pipeline import Instance
 from tx8lab.core.schedule.tasks import (
     Buffer,
     Node,
@@ -183,10 +188,12 @@ def _overwriters(si: ScheduleInput) -> dict[str, list[int]]:
 
 
 def _tables(
-    group: Op, si: ScheduleInput, instances: Sequence[Instance], multi_buffer: int
+    group: Op,
+    offsets: Mapping[str, tuple[int, int]],
+    instances: Sequence[Instance],
+    multi_buffer: int,
 ) -> dict[str, tuple[list[int], int]]:
     """Each root and imm buffer's addresses (see the module docstring, **Addresses**)."""
-    offsets = {str(lid): int(off) for lid, off, _ in group.attrs["spm_offsets"]}
     generations, runs = lifetime_labels(instances)
 
     def offset(label: str, buffer: str) -> int:
@@ -195,7 +202,7 @@ def _tables(
                 f"codegen: group %{group.id}: spm_offsets has no lifetime {label!r} for buffer "
                 f"{buffer!r}; the allocation does not match the schedule, re-run group-cost"
             )
-        return offsets[label]
+        return offsets[label][0]
 
     tables: dict[str, tuple[list[int], int]] = {}
     for name, count in (*generations.items(), *runs.items()):
@@ -448,10 +455,15 @@ def _loop_summary(nodes: Sequence[Node]) -> str:
     return ", ".join(parts)
 
 
-def group_c(group: Op, hw: ChipConfig) -> GroupC:
-    """The C of one scheduled group (module docstring)."""
-    strategy, si, timeline = group_schedule(group, hw)
-    instances = expand(si, strategy.multi_buffer)
+def group_c(group: Op, hw: ChipConfig, code: GroupCode | None = None) -> GroupC:
+    """The C of one scheduled group (module docstring).
+
+    Printed from the group's :class:`~tx8lab.core.program.GroupCode` (``code``: a
+    Program's, else built here), the rolled form of the commands the Program unrolls.
+    """
+    code = code if code is not None else group_code(group, hw)
+    strategy, si, timeline = code.strategy, code.schedule, code.timeline
+    instances = code.instances
     ops = {op.id: op for op in group.regions[0].ops if op.kind not in TERMINATORS}
     slices = {
         op_id: get_op_def(ops[op_id].kind).temporal_slice_shape(ops[op_id], s)
@@ -467,9 +479,9 @@ def group_c(group: Op, hw: ChipConfig) -> GroupC:
         strategy,
         si,
         slices,
-        value_names(group, si),
+        dict(code.names),
         steps,
-        _tables(group, si, instances, strategy.multi_buffer),
+        _tables(group, code.offsets, instances, strategy.multi_buffer),
         overwritten=_overwriters(si),
     )
     used = sorted(si.buffers, key=_buffer_order(si))
@@ -571,14 +583,14 @@ class CodegenCache:
     hits: int = 0
     misses: int = 0
 
-    def group(self, group: Op, hw: ChipConfig) -> GroupC:
+    def group(self, group: Op, hw: ChipConfig, code: GroupCode | None = None) -> GroupC:
         """:func:`group_c`, or a cached group's text with this group's ids."""
         key = (structure_key(group), hw)
         ids = (group.id, *(op.id for op in group.regions[0].ops if op.kind not in TERMINATORS))
         hit = self.entries.get(key)
         if hit is None:
             self.misses += 1
-            out = group_c(group, hw)
+            out = group_c(group, hw, code)
             self.entries[key] = (out, ids)
             return out
         self.hits += 1
@@ -599,13 +611,23 @@ class CodegenCache:
 # ---------------------------------------------------------------------- the module
 
 
-def groups_c(module: Module, hw: ChipConfig, cache: CodegenCache | None = None) -> list[GroupC]:
-    """:class:`GroupC` of every top-level group of ``main``, in order."""
+def groups_c(
+    module: Module,
+    hw: ChipConfig,
+    cache: CodegenCache | None = None,
+    program: Program | None = None,
+) -> list[GroupC]:
+    """:class:`GroupC` of every top-level group of ``main``, in order.
+
+    Given the module's ``program``, each group is printed from its ``Program.code`` (no
+    schedule is rebuilt); otherwise each group's code is built here.
+    """
     cache = cache if cache is not None else CodegenCache()
+    codes = program.code if program is not None else {}
     out = []
     for op in module.main.ops:
         if op.kind == "tx8be.Group":
-            out.append(cache.group(op, hw))
+            out.append(cache.group(op, hw, codes.get(op.id)))
         elif op.kind not in TERMINATORS and op.kind not in _NO_CODE:
             raise Tx8labError(
                 f"codegen: {op.label} is outside every group; main.c runs groups only "

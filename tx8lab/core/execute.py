@@ -663,7 +663,11 @@ def execute_module(
     seconds: dict[str, float] = {}
     start = time.perf_counter()
     program = build_program(module, hw)
-    text = main_c if main_c is not None else print_main(module, hw, groups_c(module, hw))
+    text = (
+        main_c
+        if main_c is not None
+        else print_main(module, hw, groups_c(module, hw, program=program))
+    )
     seconds["emit"] = time.perf_counter() - start
     args = list(inputs) if inputs is not None else random_inputs(module, seed)
     kept: Path | None = None

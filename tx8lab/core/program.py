@@ -6,9 +6,11 @@ OP_INSTR_TYPE engines; "SPMAllocPass": each buffer at its allocated offset). A s
 module (after group-cost, opt-barrier and opt-ddr) becomes a :class:`Program`: for every
 tile, the ordered :class:`Command` list with the engine, the op, the iteration box it
 computes, the SPM byte ranges it reads and writes (with the lifetime each belongs to), the
-DDR ranges it moves, the psum flags, and the barriers between groups. The codegen pass
-prints main.c from it, the host model of the chip (``tx8lab.core.hostmodel``) executes it,
-and the C's executed call trace is compared with it command for command.
+DDR ranges it moves, the psum flags, and the barriers between groups. Each group's
+schedule is built once into a :class:`GroupCode` (the loop nest of call sites) that the
+Program keeps: the commands are its unrolling per tile, and the codegen pass prints main.c
+from it. The host model of the chip (``tx8lab.core.hostmodel``) executes the commands,
+and the C's executed call trace is compared with them command for command.
 
 The schedule is rebuilt from the IR alone: each group's strategy (``tile_shard`` /
 ``tile_split`` on its body ops, ``multi_buffer``, ``retract``) through the recorded group
@@ -63,7 +65,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from tx8lab.core.attrs import LayoutMode
@@ -206,6 +208,46 @@ class Output:
 
 
 @dataclass(frozen=True)
+class GroupCode:
+    """One group's code, rolled: what main.c prints and the commands unroll.
+
+    ``schedule.nodes`` is the loop nest (a ``Repeat`` is a ``for`` loop, a ``Task`` one
+    call site); each :class:`Command` of the group is one instance of a site
+    (``Command.task``) at one iteration of its loops (``Command.iteration``). Built once per
+    group (:func:`group_code`): ``codegen`` prints the group's C from it and
+    :func:`group_program` unrolls its commands from it, so the two cannot disagree on the
+    schedule.
+    """
+
+    group: Op
+    strategy: Strategy
+    schedule: ScheduleInput
+    """The init pipeline: loops, tasks, buffers."""
+    timeline: Timeline
+    instances: tuple[Instance, ...]
+    """``sw_pipeline.expand``: every task instance with its buffer versions."""
+    offsets: Mapping[str, tuple[int, int]]
+    """Lifetime label -> (SPM offset, bytes): the group's ``spm_offsets``."""
+    names: Mapping[ValueKey, str]
+    """Value key -> buffer id (:func:`value_names`)."""
+
+    @property
+    def sites(self) -> list[str]:
+        """Task ids in program order: one call of main.c each."""
+        out: list[str] = []
+
+        def walk(nodes: Sequence[Node]) -> None:
+            for node in nodes:
+                if isinstance(node, Task):
+                    out.append(node.id)
+                else:
+                    walk(node.body)
+
+        walk(self.schedule.nodes)
+        return out
+
+
+@dataclass(frozen=True)
 class Program:
     """Every tile's command stream (module docstring)."""
 
@@ -223,6 +265,8 @@ class Program:
     spm_base: int
     spm_limit: int
     """SPM addresses a command may touch: ``[spm_base, spm_limit)``."""
+    code: Mapping[int, GroupCode] = field(default_factory=dict)
+    """Group id -> its rolled form, the loop nest main.c prints (:class:`GroupCode`)."""
 
     @property
     def num_commands(self) -> int:
@@ -236,6 +280,31 @@ class Program:
     def group_commands(self, group_id: int, tile: int) -> list[Command]:
         """The commands of one group on one tile (barrier included)."""
         return [c for c in self.tiles.get(tile, ()) if c.group == group_id]
+
+    def command_args(self, tile: int = 0) -> dict[int, dict[tuple[str, tuple[int, ...]], Any]]:
+        """Group id -> (task id, iteration) -> the JSON fields of that command on ``tile``.
+
+        What a trace event shows of the call main.c makes for a timeline slot
+        (``schedule.trace``): the C function, the op, and each SPM / DDR range read and
+        written as ``buffer@0xaddr[box]`` with its lifetime; psum flags; a gather's indices.
+        """
+        out: dict[int, dict[tuple[str, tuple[int, ...]], Any]] = {}
+        for c in self.tiles.get(tile, ()):
+            if c.what == "barrier":
+                continue
+            fields: dict[str, Any] = {
+                "function": c.function,
+                "tile": c.tile,
+                "op": f"%{c.op_id}",
+                "reads": [_access_text(a, lifetime=True) for a in c.reads],
+                "writes": [_access_text(a, lifetime=True) for a in c.writes],
+            }
+            if c.psum is not None:
+                fields["psum"] = _psum_text(c)
+            if c.gather is not None:
+                fields["gather"] = _access_text(c.gather, lifetime=True)
+            out.setdefault(c.group, {})[(c.task, c.iteration)] = fields
+        return out
 
     def frame(self, tile: int | None = None) -> Any:
         """A pandas DataFrame, one row per command (of one tile, or all)."""
@@ -264,8 +333,9 @@ class Program:
         return pd.DataFrame(rows)
 
 
-def _access_text(a: Access) -> str:
-    return f"{a.buffer}@0x{a.addr:x}{_box_text(a.window)}"
+def _access_text(a: Access, lifetime: bool = False) -> str:
+    life = f" ({a.lifetime})" if lifetime and a.lifetime and a.lifetime != a.buffer else ""
+    return f"{a.buffer}@0x{a.addr:x}{_box_text(a.window)}{life}"
 
 
 def _box_text(box: Window) -> str:
@@ -485,15 +555,29 @@ def _spm_access(
     return Access("spm", buffer, value, label, addr, nbytes, dtype, layout, window, window)
 
 
-def group_program(group: Op, hw: ChipConfig) -> dict[int, list[Command]]:
-    """The commands of one scheduled top-level group on each of its tiles."""
+def group_code(group: Op, hw: ChipConfig) -> GroupCode:
+    """The :class:`GroupCode` of a scheduled top-level group (its schedule, built once)."""
     strategy, si, timeline = group_schedule(group, hw)
-    instances = expand(si, strategy.multi_buffer)
-    generations, runs = lifetime_labels(instances)
+    instances = tuple(expand(si, strategy.multi_buffer))
     offsets = {str(lid): (int(off), int(n)) for lid, off, n in group.attrs["spm_offsets"]}
+    return GroupCode(group, strategy, si, timeline, instances, offsets, value_names(group, si))
+
+
+def group_program(
+    group: Op, hw: ChipConfig, code: GroupCode | None = None
+) -> dict[int, list[Command]]:
+    """The commands of one scheduled top-level group on each of its tiles.
+
+    ``code`` is the group's :func:`group_code` (built here when not given).
+    """
+    code = code if code is not None else group_code(group, hw)
+    strategy, si, timeline = code.strategy, code.schedule, code.timeline
+    instances = code.instances
+    generations, runs = lifetime_labels(instances)
+    offsets = code.offsets
     steps = {(s.task, s.iteration): s.step for s in timeline.slots}
     ops = {op.id: op for op in group.regions[0].ops if op.kind not in TERMINATORS}
-    names = value_names(group, si)
+    names = code.names
     boxes = _GroupBoxes(group, strategy, ops)
     loops = _loops_of(si.nodes)
     alias: dict[ValueKey, ValueKey] = {}
@@ -876,6 +960,7 @@ def build_program(module: Module, hw: ChipConfig) -> Program:
     loaded_args: dict[int, list[Op]] = {}
     constants: dict[int, DdrTensor] = {}
     stored: dict[ValueKey, DdrTensor] = {}
+    code: dict[int, GroupCode] = {}
     for top in main.ops:
         if top.kind in TERMINATORS or top.kind in NO_CODE:
             continue
@@ -885,7 +970,8 @@ def build_program(module: Module, hw: ChipConfig) -> Program:
                 "(run the group pass, the default pipeline, first)"
             )
         groups.append(top.id)
-        for tile, commands in group_program(top, hw).items():
+        code[top.id] = group_code(top, hw)
+        for tile, commands in group_program(top, hw, code[top.id]).items():
             tiles[tile].extend(commands)
         body = top.regions[0]
         outer = dict(zip((a.key for a in body.args), top.operands, strict=True))
@@ -950,6 +1036,7 @@ def build_program(module: Module, hw: ChipConfig) -> Program:
         ddr_bytes,
         hw.tile.spm_alloc_base_bytes,
         hw.tile.spm_limit_bytes,
+        code,
     )
 
 
@@ -957,9 +1044,11 @@ __all__ = [
     "Access",
     "Command",
     "DdrTensor",
+    "GroupCode",
     "Output",
     "Program",
     "build_program",
+    "group_code",
     "group_program",
     "group_schedule",
     "lifetime_label",

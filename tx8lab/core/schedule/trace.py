@@ -17,7 +17,12 @@ Readings chosen:
   when the previous group has ``need_barrier``. An extra process ("groups", pid = one past
   the largest tile id) has a "group" track with one event per group and a "barrier" track.
 - Event ``args`` carry the group id, task id, iteration, step and cycles, so a click in
-  the viewer says which slice of which op ran.
+  the viewer says which slice of which op ran. Given the program's commands
+  (``commands``: group id -> (task id, iteration) -> the command's fields, as
+  ``Program.command_args`` gives them for one tile), each event's ``args["command"]``
+  also shows the call main.c makes for that slot: its C function and the SPM / DDR
+  ranges it reads and writes. This module sits below the program layer, so it takes the
+  fields as plain data.
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ from tx8lab.hw.config import ChipConfig
 
 GroupTimelines = Timeline | Mapping[int, Timeline]
 """One group: a timeline for every tile, or tile id -> timeline."""
+SlotCommands = Mapping[tuple[str, tuple[int, ...]], Mapping[str, Any]]
+"""(task id, iteration) -> the fields of the command that slot issues."""
 
 _TID = {e: i for i, e in enumerate(ENGINES)}
 
@@ -50,9 +57,16 @@ def _tiles(group: GroupTimelines) -> dict[int, Timeline]:
 
 
 def timeline_events(
-    timeline: Timeline, *, clock_hz: float, pid: int, offset_cycles: int = 0
+    timeline: Timeline,
+    *,
+    clock_hz: float,
+    pid: int,
+    offset_cycles: int = 0,
+    commands: SlotCommands | None = None,
 ) -> list[dict[str, Any]]:
     """Complete (``"X"``) events for every slot of ``timeline``, shifted by ``offset_cycles``.
+
+    ``commands`` adds each slot's command fields as ``args["command"]``.
 
     Examples:
         >>> from tx8lab.core.schedule.sw_pipeline import sw_pipeline
@@ -80,6 +94,9 @@ def timeline_events(
                 args["stage"] = task.stage
             if task.explain:
                 args["explain"] = task.explain
+        command = commands.get((s.task, tuple(s.iteration))) if commands else None
+        if command is not None:
+            args["command"] = dict(command)
         events.append(
             {
                 "name": name,
@@ -142,6 +159,7 @@ def model_trace(
     *,
     need_barrier: Sequence[bool] | None = None,
     barrier_cycles: int | None = None,
+    commands: Mapping[int, SlotCommands] | None = None,
 ) -> dict[str, Any]:
     """The trace of a model: the groups end to end, barriers between flagged ones.
 
@@ -150,6 +168,8 @@ def model_trace(
         hw: the chip (its clock converts cycles to microseconds).
         need_barrier: per group, whether a barrier follows it; None = every group.
         barrier_cycles: cost of one barrier; None = ``estimate.default_barrier_cycles``.
+        commands: group id -> its slots' command fields (module docstring); a group
+            missing here has none.
     """
     flags = list(need_barrier) if need_barrier is not None else [True] * len(groups)
     if len(flags) != len(groups):
@@ -173,7 +193,15 @@ def model_trace(
         span = max(tl.makespan for tl in per_tile.values())
         group_id = next(iter(per_tile.values())).group_id
         for tile, tl in sorted(per_tile.items()):
-            events.extend(timeline_events(tl, clock_hz=clock, pid=tile, offset_cycles=t))
+            events.extend(
+                timeline_events(
+                    tl,
+                    clock_hz=clock,
+                    pid=tile,
+                    offset_cycles=t,
+                    commands=(commands or {}).get(group_id),
+                )
+            )
         events.append(
             {
                 "name": f"group {group_id}",
@@ -215,4 +243,11 @@ def write_trace(trace: Mapping[str, Any], path: str | Path) -> Path:
     return out
 
 
-__all__ = ["GroupTimelines", "group_trace", "model_trace", "timeline_events", "write_trace"]
+__all__ = [
+    "GroupTimelines",
+    "SlotCommands",
+    "group_trace",
+    "model_trace",
+    "timeline_events",
+    "write_trace",
+]
