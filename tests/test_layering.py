@@ -170,6 +170,8 @@ def test_core_depends_only_on_hw_config() -> None:
         "tx8lab.hw.config",
         "tx8lab.hw.presets",
         "tx8lab.hw.cost",
+        "tx8lab.hw.laws",
+        "tx8lab.hw.sim",
     )
     bad = []
     for path in _sources("core"):
@@ -185,6 +187,14 @@ def test_hw_cost_imports_only_hw_config() -> None:
     """``hw/cost.py`` takes plain numbers: nothing from core, so core may call it."""
     modules = {m for _, m in _imports(PACKAGE / "hw" / "cost.py") if _is_under(m, "tx8lab")}
     assert modules <= {"tx8lab.errors", "tx8lab.hw.config"}
+
+
+@pytest.mark.parametrize("name", ["laws", "sim", "calibrate"])
+def test_the_simulator_and_its_laws_import_nothing_from_core(name: str) -> None:
+    """Issue 19: the simulator takes command streams, built by core or by hand."""
+    modules = {m for _, m in _imports(PACKAGE / "hw" / f"{name}.py") if _is_under(m, "tx8lab")}
+    assert modules
+    assert all(m == "tx8lab.errors" or _is_under(m, "tx8lab.hw") for m in modules), modules
 
 
 def test_hw_config_imports_nothing_from_tx8lab_but_errors() -> None:

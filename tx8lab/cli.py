@@ -531,6 +531,37 @@ def _cmd_testcase(args: argparse.Namespace, out: TextIO) -> int:
     return status
 
 
+def _cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
+    import json
+
+    from tx8lab.hw.calibrate import calibrate, table, to_json, write_calibration
+
+    hw, _ = _hw_from_args(args)
+    fits, res = calibrate(hw, Path(args.board) if args.board else None)
+    out.write(table(fits, res) + "\n")
+    if args.write or args.out:
+        path = write_calibration(fits, Path(args.out) if args.out else None)
+        out.write(f"fitted constants written to {path}\n")
+    if args.json:
+        report = to_json(fits)
+        report["residuals"] = [
+            {
+                "row": r.ref,
+                "what": r.what,
+                "engine": r.engine,
+                "measured_ns": r.measured_ns,
+                "modelled_ns": r.modelled_ns,
+                "ratio": r.ratio,
+                "fitted": r.fitted,
+                "how": r.how,
+            }
+            for r in res
+        ]
+        Path(args.json).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+        out.write(f"report written to {args.json}\n")
+    return 0
+
+
 def _cmd_lab(args: argparse.Namespace, out: TextIO) -> int:
     del out
     notebook = Path(__file__).resolve().parent.parent / TOUR
@@ -770,6 +801,31 @@ def build_parser() -> argparse.ArgumentParser:
         "tile.spm_bytes=72Ki (a small SPM forces splits)",
     )
     testcase.set_defaults(func=_cmd_testcase)
+
+    calibrate = sub.add_parser(
+        "calibrate",
+        help="fit the engine laws on the board measurements and print the residuals",
+        description=(
+            "Fit the simulator's unknown engine-law constants on the board measurements "
+            "shipped in tx8lab/hw/board (closed form or least squares, each from named rows), "
+            "then time every row the model can and print measured, modelled and their ratio. "
+            "--write stores the fit in tx8lab/hw/calibration.json, which the tx81 preset reads."
+        ),
+    )
+    calibrate.add_argument(
+        "--write", action="store_true", help="write the fit into the shipped calibration.json"
+    )
+    calibrate.add_argument("--out", metavar="FILE.json", help="write the fit to FILE instead")
+    calibrate.add_argument("--json", metavar="OUT.json", help="write fit and residuals as JSON")
+    calibrate.add_argument(
+        "--board", metavar="DIR", help="board measurements (micro.csv, kernels.csv) to fit on"
+    )
+    _add_hw_arguments(
+        calibrate,
+        f"hardware preset whose vendor rates the laws use ({', '.join(sorted(PRESETS))})",
+        "tile.ct_f16_ops_per_s=64G",
+    )
+    calibrate.set_defaults(func=_cmd_calibrate)
 
     lab = sub.add_parser("lab", help=f"open JupyterLab on {TOUR.as_posix()}")
     lab.add_argument("--no-browser", action="store_true", help="do not open a browser")

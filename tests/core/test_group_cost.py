@@ -408,7 +408,8 @@ def test_the_trace_shows_each_slots_main_c_command(
     assert "each slot shows its main.c command on tile 0" in capsys.readouterr().out
     events = [e for e in json.loads(trace.read_text())["traceEvents"] if e.get("ph") == "X"]
     slots = [e for e in events if e["pid"] == 0]
-    assert slots and all("command" in e["args"] for e in slots)
+    assert slots
+    assert all("command" in e["args"] for e in slots)
     prefix = {"ld": "op_dma_load", "st": "op_dma_store"}
     for e in slots:
         command, task = e["args"]["command"], e["args"]["task"]

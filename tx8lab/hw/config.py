@@ -215,6 +215,33 @@ class TileConfig(_ConfigMixin):
     # --- NE accumulation
     psum_elem_bytes: int
     """Bytes per element of an NE/CT partial-sum (psum) buffer (fp32 / int32 accumulators)."""
+    # --- engine laws of the simulator (``tx8lab.hw.laws``; fitted by ``tx8lab calibrate``)
+    kcore_issue_s: float
+    """Kernel-core time to issue one command (packet to an engine queue), seconds."""
+    ne_command_s: float
+    """Fixed time of one NE command, seconds."""
+    ne_fill_k: float
+    """NE fill / drain per 8x8 output block, in K-steps (elements of K)."""
+    ct_command_s: float
+    """Fixed time of one CT command, seconds."""
+    rdma_command_s: float
+    """Fixed time of one RDMA command, seconds."""
+    wdma_command_s: float
+    """Fixed time of one WDMA command, seconds."""
+    rdma_alone_bytes_per_s: float
+    """RDMA bandwidth of one tile using DDR alone, bytes/s."""
+    wdma_alone_bytes_per_s: float
+    """WDMA bandwidth of one tile using DDR alone, bytes/s."""
+    tdma_command_s: float
+    """Fixed time of one TDMA GatherScatter command, seconds."""
+    tdma_iteration_s: float
+    """TDMA time per inner iteration, seconds."""
+    tdma_stream_bytes_per_s: float
+    """TDMA SPM-to-SPM stream bandwidth, bytes/s."""
+    join_s: float
+    """Fixed time of one NCC join, seconds."""
+    join_participant_s: float
+    """NCC join time per participant, seconds."""
 
     def _check_relations(self) -> None:
         if self.spm_alloc_base_bytes + self.spm_reserved_bytes >= self.spm_bytes:
@@ -308,6 +335,10 @@ class ChipConfig(_ConfigMixin):
     """Latency of a later tile-to-tile DTE message, seconds."""
     noc_hop_s: float
     """Added latency per mesh router hop of a tile-to-tile transfer, seconds."""
+    dte_send_s: float
+    """Fixed time of a later DTE send (the simulator's message law), seconds."""
+    launch_s: float
+    """Kernel launch and completion-event overhead around the kernel body, seconds."""
 
     # --- off-chip links
     c2c_links: int

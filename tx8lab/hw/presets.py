@@ -24,8 +24,37 @@ Readings chosen where the sources are vague:
 
 from __future__ import annotations
 
+import json
+from importlib import resources
+from typing import Any
+
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig, TileConfig
+
+
+def _calibration() -> dict[str, Any]:
+    """The engine-law constants ``tx8lab calibrate`` fitted (``tx8lab/hw/calibration.json``)."""
+    path = resources.files("tx8lab.hw") / "calibration.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return {k: float(v["value"]) for k, v in data["constants"].items()}
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise Tx8labError(
+            f"hw presets: {path} is missing or malformed ({err}); regenerate it with "
+            "`tx8lab calibrate --write`"
+        ) from err
+
+
+def _fitted(name: str) -> float:
+    """A fitted constant; the file names the board rows and method (``tx8lab calibrate``)."""
+    if name not in _FIT:
+        raise Tx8labError(
+            f"hw presets: calibration.json has no {name!r}; run `tx8lab calibrate --write`"
+        )
+    return float(_FIT[name])
+
+
+_FIT = _calibration()
 
 KiB = 1 << 10
 MiB = 1 << 20
@@ -87,6 +116,34 @@ TX81_TILE = TileConfig(
     # [assumption] partial sums kept in fp32 (int32 for i8), as NE accumulators usually are;
     # seed 001 names the NE's psum input but not its width
     psum_elem_bytes=4,
+    # --- engine laws of the simulator (tx8lab.hw.laws), fitted by `tx8lab calibrate` on the
+    # rows of tx8lab/hw/board; calibration.json names the rows and the method of each
+    # [board] S3 consecutive TsmExecute gaps, fitted
+    kcore_issue_s=_fitted("tile.kcore_issue_s"),
+    # [board] S3 NE x6 queue probe, fitted
+    ne_command_s=_fitted("tile.ne_command_s"),
+    # [board] S3 NE activity of the 4096^3 GEMM and attention kernels, fitted
+    ne_fill_k=_fitted("tile.ne_fill_k"),
+    # [board] S3 4 KiB and 256 B FP16 CT commands, fitted
+    ct_command_s=_fitted("tile.ct_command_s"),
+    # [board] S3 RDMA x6 queue probe, fitted
+    rdma_command_s=_fitted("tile.rdma_command_s"),
+    # [board] S3 WDMA x6 queue probe, fitted
+    wdma_command_s=_fitted("tile.wdma_command_s"),
+    # [board] S3 8 KiB RDMA then join, fitted
+    rdma_alone_bytes_per_s=_fitted("tile.rdma_alone_bytes_per_s"),
+    # [board] S3 8 KiB WDMA then join, fitted
+    wdma_alone_bytes_per_s=_fitted("tile.wdma_alone_bytes_per_s"),
+    # [board] S3 TDMA counter study, fitted
+    tdma_command_s=_fitted("tile.tdma_command_s"),
+    # [board] S3 TDMA counter study, fitted
+    tdma_iteration_s=_fitted("tile.tdma_iteration_s"),
+    # [board] S3 TDMA counter study, fitted
+    tdma_stream_bytes_per_s=_fitted("tile.tdma_stream_bytes_per_s"),
+    # [board] S3 idle NCC joins of 1-3 participants, fitted
+    join_s=_fitted("tile.join_s"),
+    # [board] S3 idle NCC joins of 1-3 participants, fitted
+    join_participant_s=_fitted("tile.join_participant_s"),
 )
 
 TX81 = ChipConfig(
@@ -114,6 +171,10 @@ TX81 = ChipConfig(
     dte_message_s=1.47e-6,
     # [assumption] 5 NoC cycles (1 GHz, S2) per router hop; the router depth is not published
     noc_hop_s=5e-9,
+    # [board] S3: later Direct-DTE sends (2/8 KiB), fitted by `tx8lab calibrate`
+    dte_send_s=_fitted("dte_send_s"),
+    # [board] S3: event minus longest-tile kernel on tiny kernels (~0.9 ms), reported apart
+    launch_s=_fitted("launch_s"),
     # [doc] S2: C2C in 4 directions
     c2c_links=4,
     # [doc] S2: 25 GB/s send and 25 GB/s receive per direction (4 x 2 x 25 GB/s = 1600 Gbps,

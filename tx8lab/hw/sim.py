@@ -1,0 +1,464 @@
+"""The tile simulator: one execution model that plays per-tile command streams out in time.
+
+Spec: issue 19 (one simulator for every figure), the board notes of ``tx8lab/hw/board``
+(per-engine queues of depth 6, 4 for TDMA, with hardware dependency checks; NCC joins;
+Direct-DTE latencies; launch overhead), seed 001 (main.c: the kernel core issues one
+``op_*`` call after another). It takes, for every tile, the ordered commands the kernel
+core issues (``tx8lab.core.program.Program`` through ``tx8lab.core.simulate``, or built by
+hand with :class:`StreamBuilder`) and times them; the engine time of each command comes
+from a law of :mod:`tx8lab.hw.laws`. It imports nothing from ``tx8lab.core``.
+
+The model:
+
+- **The kernel core** issues the commands of its tile in program order, one at a time,
+  ``laws.issue`` each. Before it issues to an engine whose queue already holds ``depth``
+  commands that have not started (``tile.queue_depth``, ``tile.tdma_queue_depth``), it
+  waits until the oldest of them starts (stall "queue full"): the board accepted ``D + 1``
+  back-to-back commands without blocking, so the pending storage excludes the running one.
+- **Engines** (``ne``, ``ct``, ``rdma``, ``wdma``, ``tdma``, ``dte``) run their commands in
+  issue order. A command starts when it has been issued, its engine is free and every
+  earlier command of the tile whose byte ranges overlap its own has finished (a read after
+  a write, a write after a read or a write: the hardware's address-range checks), and any
+  command of another tile it is ordered after (``after``) has finished.
+- **A join** stops the kernel core until the tile's issued commands (of the engines it
+  names, else all) have finished, then costs its law (``laws.join``). **A barrier** stops
+  every tile that has one until all have reached it, then costs ``laws.barrier``.
+- **Stalls.** A gap before a command on its engine is "issue" while the command was not
+  yet issued and "dependency" after; the kernel core's waits are "queue full", "join" and
+  "barrier". An engine's busy time is the sum of its commands' times.
+- **Body and launch.** A tile's kernel body ends when its last command ends; the chip's is
+  the slowest tile's. The launch / completion-event overhead (``launch_s``) is reported
+  apart and never added to the body.
+
+Readings chosen where the sources are vague:
+
+- The simulator is exact for this model in one pass per tile: engines are first-in
+  first-out and the kernel core is in order, so a command's times follow from earlier
+  commands only; tiles interact only through ``after`` and barriers, which the loop
+  resolves by advancing every tile as far as it can.
+- DDR ranges order commands within a tile; across tiles only barriers and ``after`` do.
+- The DTE queue takes the NE/CT/DMA depth (no source gives one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tx8lab.errors import Tx8labError
+from tx8lab.hw import laws
+from tx8lab.hw.config import ChipConfig
+
+#: Engines that run commands, in report order; ``kcore`` issues them.
+ENGINES: tuple[str, ...] = ("ne", "ct", "rdma", "wdma", "tdma", "dte")
+#: Kernel-core control commands.
+CONTROL: tuple[str, ...] = ("join", "barrier")
+#: Stall reasons.
+REASONS: tuple[str, ...] = ("issue", "dependency", "queue full", "join", "barrier")
+
+
+@dataclass(frozen=True)
+class Range:
+    """A byte range a command reads or writes: ``[lo, hi)`` of ``space`` (``spm``/``ddr``)."""
+
+    space: str
+    lo: int
+    hi: int
+
+
+@dataclass(frozen=True)
+class SimCommand:
+    """One command the kernel core issues."""
+
+    engine: str
+    """One of :data:`ENGINES`, or ``join`` / ``barrier``."""
+    cycles: int
+    """Engine time (a law's answer); a join's or barrier's own cost."""
+    reads: tuple[Range, ...] = ()
+    writes: tuple[Range, ...] = ()
+    label: str = ""
+    """What the command is (``op_conv2d %12 [0, 1]``), for views and messages."""
+    after: tuple[tuple[int, int], ...] = ()
+    """Commands ``(tile, index)`` of other tiles that must finish before it starts."""
+    waits: tuple[str, ...] = ()
+    """A join: the engines it waits for (empty: all)."""
+    participants: int = 1
+    """A join: the workers / engines it joins (its law's count)."""
+
+
+@dataclass(frozen=True)
+class Timing:
+    """When one command was issued and ran."""
+
+    index: int
+    engine: str
+    issue_start: int
+    issue_end: int
+    start: int
+    end: int
+    label: str = ""
+
+
+@dataclass
+class TileRun:
+    """One tile's simulated run."""
+
+    tile: int
+    timings: list[Timing] = field(default_factory=list)
+    busy: dict[str, int] = field(default_factory=dict)
+    """Engine (and ``kcore``) -> busy cycles."""
+    stalls: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Engine (and ``kcore``) -> reason -> cycles."""
+    body: int = 0
+    """Cycles until its last command ended."""
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """Every tile's run."""
+
+    tiles: Mapping[int, TileRun]
+    clock_hz: float
+    launch_cycles: int
+
+    @property
+    def body_cycles(self) -> int:
+        """The kernel body: the slowest tile's."""
+        return max((t.body for t in self.tiles.values()), default=0)
+
+    def ms(self, cycles: int) -> float:
+        """Cycles as milliseconds at the clock."""
+        return cycles / self.clock_hz * 1e3
+
+    def busy_ms(self) -> dict[str, float]:
+        """Engine -> the largest busy time over the tiles, ms (the board's engine columns)."""
+        out = {}
+        for engine in (*ENGINES, "kcore"):
+            most = max((t.busy.get(engine, 0) for t in self.tiles.values()), default=0)
+            out[engine] = self.ms(most)
+        return out
+
+    def stall_ms(self, tile: int | None = None) -> dict[str, dict[str, float]]:
+        """Engine -> reason -> ms, of one tile (default: the slowest)."""
+        run = self.tiles[tile if tile is not None else self.slowest_tile]
+        return {e: {r: self.ms(c) for r, c in rs.items() if c} for e, rs in run.stalls.items()}
+
+    @property
+    def slowest_tile(self) -> int:
+        """The tile whose body is the kernel body."""
+        return max(self.tiles, key=lambda t: (self.tiles[t].body, -t))
+
+    def summary(self) -> dict[str, Any]:
+        """The JSON report: ``latency_ms``, ``tile_ms``, ``busy_ms``, ``launch_ms``."""
+        return {
+            "latency_ms": self.ms(self.body_cycles),
+            "tile_ms": {str(t): self.ms(r.body) for t, r in sorted(self.tiles.items())},
+            "busy_ms": self.busy_ms(),
+            "launch_ms": self.ms(self.launch_cycles),
+        }
+
+
+# ---------------------------------------------------------------------- the run
+
+
+@dataclass
+class _Tile:
+    tile: int
+    commands: Sequence[SimCommand]
+    pos: int = 0
+    t: int = 0
+    """Kernel-core time."""
+    free: dict[str, int] = field(default_factory=dict)
+    starts: dict[str, list[int]] = field(default_factory=dict)
+    ends: list[int] = field(default_factory=list)
+    last_end: dict[str, int] = field(default_factory=dict)
+    """Engine -> the latest end among its issued commands."""
+    live: list[tuple[str, int, int, int, bool]] = field(default_factory=list)
+    """(space, lo, hi, end, is_write) of accesses that may still order a later command."""
+    barriers: int = 0
+    run: TileRun = field(default_factory=lambda: TileRun(-1))
+
+
+def _overlap_end(live: list[tuple[str, int, int, int, bool]], c: SimCommand) -> int:
+    ready = 0
+    for space, lo, hi, end, is_write in live:
+        if end <= ready:
+            continue
+        for r in c.reads:
+            if is_write and r.space == space and r.lo < hi and lo < r.hi:
+                ready = end
+                break
+        else:
+            for w in c.writes:
+                if w.space == space and w.lo < hi and lo < w.hi:
+                    ready = end
+                    break
+    return ready
+
+
+def _add(d: dict[str, int], key: str, value: int) -> None:
+    if value:
+        d[key] = d.get(key, 0) + value
+
+
+def simulate(
+    streams: Mapping[int, Sequence[SimCommand]], hw: ChipConfig, *, launches: int = 1
+) -> SimResult:
+    """Play every tile's command stream out in time (module docstring).
+
+    Raises:
+        Tx8labError: an unknown engine, an ``after`` naming a command that does not exist,
+            or commands that wait on each other (the message names the tile and command).
+    """
+    depth = {e: hw.tile.queue_depth for e in ENGINES}
+    depth["tdma"] = hw.tile.tdma_queue_depth
+    issue = laws.issue(hw).cycles(hw)
+    states = {t: _Tile(t, cmds, run=TileRun(t)) for t, cmds in streams.items()}
+    for st in states.values():
+        for i, c in enumerate(st.commands):
+            if c.engine not in ENGINES and c.engine not in CONTROL:
+                raise Tx8labError(
+                    f"simulate: tile {st.tile} command {i} ({c.label or 'unlabelled'}) has "
+                    f"engine {c.engine!r}; use one of {', '.join((*ENGINES, *CONTROL))}"
+                )
+            for tile, index in c.after:
+                if tile not in states or not 0 <= index < len(states[tile].commands):
+                    raise Tx8labError(
+                        f"simulate: tile {st.tile} command {i} ({c.label}) is ordered after "
+                        f"command {index} of tile {tile}, which does not exist"
+                    )
+    barrier_tiles: list[list[int]] = []
+    for st in states.values():
+        k = 0
+        for c in st.commands:
+            if c.engine == "barrier":
+                if k == len(barrier_tiles):
+                    barrier_tiles.append([])
+                barrier_tiles[k].append(st.tile)
+                k += 1
+    arrived: dict[int, dict[int, int]] = {}
+    while True:
+        progressed = False
+        for st in states.values():
+            progressed |= _advance(st, states, depth, issue, arrived)
+        waiting = [st for st in states.values() if st.pos < len(st.commands)]
+        if not waiting:
+            break
+        # release every barrier all of whose tiles have arrived
+        for k, tiles in enumerate(barrier_tiles):
+            got = arrived.get(k, {})
+            if len(got) == len(tiles) and all(states[t].barriers == k for t in tiles):
+                cost = laws.barrier(len(tiles), hw).cycles(hw)
+                release = max(got.values()) + cost
+                for t in tiles:
+                    st = states[t]
+                    _add(st.run.stalls.setdefault("kcore", {}), "barrier", release - cost - st.t)
+                    _add(st.run.busy, "kcore", cost)
+                    st.run.timings.append(
+                        Timing(st.pos, "barrier", got[t], release, release - cost, release)
+                    )
+                    st.ends.append(release)
+                    st.t = release
+                    st.pos += 1
+                    st.barriers += 1
+                progressed = True
+        if not progressed:
+            st = waiting[0]
+            c = st.commands[st.pos]
+            raise Tx8labError(
+                f"simulate: tile {st.tile} cannot go on at command {st.pos} ({c.engine} "
+                f"{c.label}): it waits on commands of other tiles that wait on it (or a "
+                "barrier that other tiles never reach)"
+            )
+    runs: dict[int, TileRun] = {}
+    for st in states.values():
+        run = st.run
+        run.body = max([st.t, *st.free.values()], default=0)
+        for e in ("kcore", *ENGINES):
+            run.stalls.setdefault(e, {})
+        runs[st.tile] = run
+    return SimResult(runs, hw.clock_hz, launches * laws.cycles(hw.launch_s, hw))
+
+
+def _advance(
+    st: _Tile,
+    states: Mapping[int, _Tile],
+    depth: Mapping[str, int],
+    issue: int,
+    arrived: dict[int, dict[int, int]],
+) -> bool:
+    """Run ``st`` until it ends or waits on another tile; whether it moved."""
+    moved = False
+    run = st.run
+    kstall = run.stalls.setdefault("kcore", {})
+    while st.pos < len(st.commands):
+        c = st.commands[st.pos]
+        if any(states[t].pos <= i for t, i in c.after):
+            return moved
+        if c.engine == "barrier":
+            # the tile's own commands end first: what it wrote is what others read next
+            arrived.setdefault(st.barriers, {})[st.tile] = max(st.t, *st.last_end.values(), 0)
+            return moved
+        if c.engine == "join":
+            engines = c.waits or ENGINES
+            ready = max((st.last_end.get(e, 0) for e in engines), default=0)
+            _add(kstall, "join", max(0, ready - st.t))
+            begin = max(st.t, ready)
+            end = begin + c.cycles
+            _add(run.busy, "kcore", c.cycles)
+            run.timings.append(Timing(st.pos, "join", begin, end, begin, end, c.label))
+            st.ends.append(end)
+            st.t = end
+            st.pos += 1
+            moved = True
+            continue
+        e = c.engine
+        starts = st.starts.setdefault(e, [])
+        begin = st.t
+        if len(starts) >= depth[e]:
+            begin = max(begin, starts[len(starts) - depth[e]])
+        _add(kstall, "queue full", begin - st.t)
+        issued = begin + issue
+        _add(run.busy, "kcore", issue)
+        free = st.free.get(e, 0)
+        ready = _overlap_end(st.live, c)
+        for t, i in c.after:
+            ready = max(ready, states[t].ends[i])
+        start = max(issued, free, ready)
+        end = start + c.cycles
+        stalls = run.stalls.setdefault(e, {})
+        _add(stalls, "issue", max(0, min(issued, start) - free))
+        _add(stalls, "dependency", start - max(free, issued))
+        _add(run.busy, e, c.cycles)
+        starts.append(start)
+        st.free[e] = end
+        st.last_end[e] = max(st.last_end.get(e, 0), end)
+        st.ends.append(end)
+        run.timings.append(Timing(st.pos, e, begin, issued, start, end, c.label))
+        st.t = issued
+        if len(st.live) > 64:
+            st.live = [a for a in st.live if a[3] > st.t]
+        st.live.extend((r.space, r.lo, r.hi, end, False) for r in c.reads)
+        st.live.extend((w.space, w.lo, w.hi, end, True) for w in c.writes)
+        st.pos += 1
+        moved = True
+    return moved
+
+
+# ---------------------------------------------------------------------- building by hand
+
+
+class StreamBuilder:
+    """Build one tile's command stream by hand, each command timed by its law.
+
+    Examples:
+        >>> from tx8lab.hw.presets import TX81
+        >>> b = StreamBuilder(TX81)
+        >>> a = b.load(4096, Range("spm", 0, 4096))
+        >>> x, y = Range("spm", 0, 4096), Range("spm", 4096, 8192)
+        >>> s = b.ct(2048, 1, "f16", reads=(x,), writes=(y,))
+        >>> run = simulate({0: b.commands}, TX81)
+        >>> run.tiles[0].timings[1].start == run.tiles[0].timings[0].end  # the CT waits
+        True
+    """
+
+    def __init__(self, hw: ChipConfig, *, active_tiles: int = 1) -> None:
+        self.hw = hw
+        self.active_tiles = active_tiles
+        self.commands: list[SimCommand] = []
+        self._sent = False
+
+    def _add(self, c: SimCommand) -> int:
+        self.commands.append(c)
+        return len(self.commands) - 1
+
+    def _cyc(self, t: laws.Timed) -> int:
+        return t.cycles(self.hw)
+
+    def load(self, num_bytes: int, dst: Range, src: Range | None = None, label: str = "") -> int:
+        """An RDMA of ``num_bytes`` into ``dst``; returns its index."""
+        t = laws.dma("rdma", num_bytes, self.hw, active_tiles=self.active_tiles)
+        reads = (src,) if src else ()
+        return self._add(SimCommand("rdma", self._cyc(t), reads, (dst,), label or "load"))
+
+    def store(self, num_bytes: int, src: Range, dst: Range | None = None, label: str = "") -> int:
+        """A WDMA of ``num_bytes`` from ``src``."""
+        t = laws.dma("wdma", num_bytes, self.hw, active_tiles=self.active_tiles)
+        writes = (dst,) if dst else ()
+        return self._add(SimCommand("wdma", self._cyc(t), (src,), writes, label or "store"))
+
+    def ne(
+        self,
+        m: int,
+        k: int,
+        n: int,
+        dtype: str,
+        *,
+        reads: tuple[Range, ...] = (),
+        writes: tuple[Range, ...] = (),
+        label: str = "",
+    ) -> int:
+        """An NE command."""
+        t = laws.ne(m, k, n, dtype, self.hw)
+        return self._add(SimCommand("ne", self._cyc(t), reads, writes, label or "ne"))
+
+    def ct(
+        self,
+        elements: int,
+        ops: float,
+        dtype: str,
+        *,
+        reads: tuple[Range, ...] = (),
+        writes: tuple[Range, ...] = (),
+        label: str = "",
+    ) -> int:
+        """A CT command."""
+        t = laws.ct(elements, ops, dtype, self.hw)
+        return self._add(SimCommand("ct", self._cyc(t), reads, writes, label or "ct"))
+
+    def tdma(
+        self,
+        iterations: int,
+        inner_bytes: int,
+        *,
+        reads: tuple[Range, ...] = (),
+        writes: tuple[Range, ...] = (),
+        label: str = "",
+    ) -> int:
+        """A TDMA GatherScatter."""
+        t = laws.tdma(iterations, inner_bytes, self.hw)
+        return self._add(SimCommand("tdma", self._cyc(t), reads, writes, label or "tdma"))
+
+    def send(self, num_bytes: int, src: Range, label: str = "") -> int:
+        """A DTE message to another tile (the first one of the launch costs more)."""
+        t = laws.dte(num_bytes, self.hw, first=not self._sent)
+        self._sent = True
+        return self._add(SimCommand("dte", self._cyc(t), (src,), (), label or "send"))
+
+    def join(self, participants: int = 1, waits: tuple[str, ...] = (), label: str = "") -> int:
+        """An NCC join."""
+        t = laws.join(participants, self.hw)
+        return self._add(
+            SimCommand(
+                "join", self._cyc(t), label=label or "join", waits=waits, participants=participants
+            )
+        )
+
+    def barrier(self, label: str = "") -> int:
+        """A chip-wide barrier (its cost is the barrier law at release)."""
+        return self._add(SimCommand("barrier", 0, label=label or "barrier"))
+
+
+__all__ = [
+    "CONTROL",
+    "ENGINES",
+    "REASONS",
+    "Range",
+    "SimCommand",
+    "SimResult",
+    "StreamBuilder",
+    "TileRun",
+    "Timing",
+    "simulate",
+]
