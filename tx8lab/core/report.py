@@ -210,12 +210,30 @@ def build_report(
     cost = by_name.get("group-cost")
     if cost is not None:
         report.update(_cost_section(cost, final, report.get("groups", [])))
+    if "opt-ddr" in by_name:
+        report["simulated"] = _simulated(final, hw)
     codegen = by_name.get("codegen")
     if codegen is not None:
         report["codegen"] = to_jsonable(dict(codegen.stats)) | {
             "files": [str(p) for p in emitted_files]
         }
     return report
+
+
+def _simulated(module: Module, hw: ChipConfig) -> dict[str, Any]:
+    """The program played by the tile simulator, or why it could not be."""
+    from tx8lab.core.program import build_program
+    from tx8lab.core.simulate import simulate_program, simulated_report
+    from tx8lab.errors import Tx8labError
+
+    try:
+        program = build_program(module, hw)
+    except Tx8labError as err:
+        return {"error": str(err)}
+    out: dict[str, Any] = to_jsonable(
+        simulated_report(program, simulate_program(program, module, hw))
+    )
+    return out
 
 
 def write_report(path: str | Path, report: Mapping[str, Any]) -> None:

@@ -103,6 +103,7 @@ from tx8lab.core.tiling import OpStrategy as OpStrategy
 from tx8lab.core.tiling import SliceShape as SliceShape
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import cost as hwcost
+from tx8lab.hw import laws as hwlaws
 from tx8lab.hw.config import ChipConfig
 
 ALL_BITS = 0xFFFFFFFFFFFFFFFF
@@ -558,12 +559,16 @@ class OpDef:
             slice_extent(d.size, shard, split)
             for d, shard, split in zip(dims, strategy.per_tile(), strategy.split, strict=True)
         )
-        operands = tuple(self.operand_slice(op, i, it) for i in range(len(op.operands)))
+        return self.slice_at(op, it)
+
+    def slice_at(self, op: Op, iteration: tuple[int, ...]) -> SliceShape:
+        """The slice shapes of an iteration slice of these extents (one per iteration dim)."""
+        operands = tuple(self.operand_slice(op, i, iteration) for i in range(len(op.operands)))
         results = tuple(
-            _mapped(r.type.shape, m, it)
+            _mapped(r.type.shape, m, iteration)
             for r, m in zip(op.results, self.result_dims(op), strict=True)
         )
-        return SliceShape(it, operands, results)
+        return SliceShape(iteration, operands, results)
 
     def operand_slice(self, op: Op, index: int, iteration: tuple[int, ...]) -> tuple[int, ...]:
         """Slice shape of operand ``index`` for an iteration slice (default: by the map)."""
@@ -663,6 +668,38 @@ class OpDef:
             )
             return hwcost.tdma_cost(moved, hw)
         raise self.fail(f"{op.label}: no cost model for engine {engine.value}")
+
+    def law(
+        self, op: Op, slice_shape: SliceShape, hw: ChipConfig, *, tiles: int = 1
+    ) -> hwlaws.Timed:
+        """The simulator's time of one slice on the op's engine (``tx8lab.hw.laws``).
+
+        The same countable work as :meth:`cost` (NE M/K/N, CT elements x vector ops, DMA
+        bytes), timed by the fitted laws. A TDMA move counts one inner iteration per
+        contiguous innermost row of its result slice (the reading of a GatherScatter
+        over the slice).
+        """
+        engine = self.op_attr(op).engine
+        if engine is Engine.NE:
+            batch, m, k, n = self.ne_shape(op, slice_shape)
+            return hwlaws.ne(m, k, n, self.compute_dtype(op), hw, batch=batch)
+        if engine is Engine.CT:
+            return hwlaws.ct(
+                slice_shape.points, self.vector_ops_per_element(op), self.compute_dtype(op), hw
+            )
+        if engine in (Engine.RDMA, Engine.WDMA, Engine.TDMA):
+            values = op.results if engine is not Engine.WDMA else op.operands
+            shapes = slice_shape.results if engine is not Engine.WDMA else slice_shape.operands
+            moved = sum(
+                value_bytes(s, v.type.dtype, op_layout(op))
+                for s, v in zip(shapes, values, strict=True)
+            )
+            if engine is Engine.TDMA:
+                rows = sum(math.prod(s[:-1]) if s else 1 for s in shapes)
+                return hwlaws.tdma(max(1, rows), -(-moved // max(1, rows)), hw)
+            name = "rdma" if engine is Engine.RDMA else "wdma"
+            return hwlaws.dma(name, moved, hw, active_tiles=tiles)
+        raise self.fail(f"{op.label}: no engine law for engine {engine.value}")
 
     def cycles(
         self, op: Op, slice_shape: SliceShape, hw: ChipConfig, *, tiles: int | None = None

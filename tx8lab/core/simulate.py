@@ -1,0 +1,183 @@
+"""The emitted program timed by the tile simulator: Program commands -> simulator streams.
+
+Spec: issue 19 (one execution model: the per-tile command stream of ``tx8lab.core.program``
+played by ``tx8lab.hw.sim``). Each :class:`~tx8lab.core.program.Command` becomes one
+:class:`~tx8lab.hw.sim.SimCommand` on its engine (loads on RDMA, stores on WDMA, compute
+on the op's engine), timed by the op library's :meth:`~tx8lab.core.ops.registry.OpDef.law`
+(the same countable work the plan's cost uses, under the fitted laws of
+``tx8lab.hw.laws``), with the SPM and DDR byte ranges it reads and writes so the
+simulator orders dependent commands as the hardware's range checks do; a barrier is a
+barrier.
+
+Readings chosen where the sources are vague:
+
+- **Byte ranges.** A command touching a window of a region in the plain ``Tensor`` layout
+  covers the bytes from the window's first element to its last, row-major in the
+  region's box (a superset of the bytes it touches, so no true dependency is missed);
+  in any other layout (Cx/NCx blocks, a gather's rows) it covers the whole region.
+- A partial-sum access reads and writes its accumulator, except at ``psum_init`` (write);
+  a scratch (``imm``) access writes its region.
+- The DDR share of a DMA counts the tiles the group runs on (the tiles with commands of it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from tx8lab.core.attrs import LayoutMode
+from tx8lab.core.dtypes import bits_of
+from tx8lab.core.ir import Module, Op
+from tx8lab.core.ops import get_op_def
+from tx8lab.core.ops.registry import value_bytes
+from tx8lab.core.program import Access, Command, Program
+from tx8lab.errors import Tx8labError
+from tx8lab.hw.config import ChipConfig
+from tx8lab.hw.laws import dma
+from tx8lab.hw.sim import ENGINES, Range, SimCommand, SimResult, simulate
+
+#: Schedule engine of a command -> simulator engine.
+ENGINE_OF = {"ld": "rdma", "st": "wdma", "ne": "ne", "ct": "ct", "tdma": "tdma"}
+
+
+def byte_range(a: Access) -> Range | None:
+    """The bytes an access may touch (module docstring); None for an empty window."""
+    if any(hi <= lo for lo, hi in a.window):
+        return None
+    if a.layout != LayoutMode.Tensor.value or a.gather_axis >= 0 or not a.window:
+        return Range(a.space, a.addr, a.addr + a.nbytes)
+    size = max(1, bits_of(a.dtype) // 8)
+    shape = [hi - lo for lo, hi in a.holder]
+    strides = [math.prod(shape[i + 1 :]) for i in range(len(shape))]
+    first = sum((w[0] - h[0]) * s for w, h, s in zip(a.window, a.holder, strides, strict=True))
+    last = sum((w[1] - 1 - h[0]) * s for w, h, s in zip(a.window, a.holder, strides, strict=True))
+    return Range(a.space, a.addr + first * size, a.addr + (last + 1) * size)
+
+
+def _ranges(accesses: tuple[Access | None, ...]) -> tuple[Range, ...]:
+    out = []
+    for a in accesses:
+        if a is not None:
+            r = byte_range(a)
+            if r is not None:
+                out.append(r)
+    return tuple(out)
+
+
+def _ops(module: Module) -> dict[int, Op]:
+    ops: dict[int, Op] = {}
+    for top in module.main.ops:
+        ops[top.id] = top
+        for region in top.regions:
+            for op in region.ops:
+                ops[op.id] = op
+    return ops
+
+
+def sim_command(c: Command, op: Op | None, hw: ChipConfig, tiles: int) -> SimCommand:
+    """One Program command as a simulator command, timed by its law."""
+    label = f"{c.function} %{c.op_id}" + (f" {list(c.iteration)}" if c.iteration else "")
+    if c.what == "barrier":
+        return SimCommand("barrier", 0, label=label)
+    if op is None:
+        raise Tx8labError(f"simulate: {c.label}: op %{c.op_id} is not in the module")
+    reads = _ranges((*c.reads, c.gather))
+    writes = _ranges(c.writes)
+    if c.what in ("load", "load_const", "store"):
+        spm = c.writes[0] if c.what != "store" else c.reads[0]
+        moved = value_bytes(spm.shape, spm.dtype, LayoutMode(spm.layout))
+        name = "wdma" if c.what == "store" else "rdma"
+        t = dma(name, moved, hw, active_tiles=tiles)
+        return SimCommand(name, t.cycles(hw), reads, writes, label)
+    entry = get_op_def(op.kind)
+    extents = tuple(hi - lo for lo, hi in c.box)
+    t = entry.law(op, entry.slice_at(op, extents), hw, tiles=tiles)
+    engine = ENGINE_OF.get(c.engine)
+    if engine is None:
+        raise Tx8labError(f"simulate: {c.label} runs on engine {c.engine!r}, which has no law")
+    if c.psum is not None:
+        r = byte_range(c.psum)
+        if r is not None:
+            writes = (*writes, r)
+            if not c.psum_init:
+                reads = (*reads, r)
+    if c.imm is not None:
+        r = byte_range(c.imm)
+        if r is not None:
+            writes = (*writes, r)
+    return SimCommand(engine, t.cycles(hw), reads, writes, label)
+
+
+def program_streams(
+    program: Program, module: Module, hw: ChipConfig
+) -> dict[int, list[SimCommand]]:
+    """Every tile's commands as simulator commands."""
+    ops = _ops(module)
+    tiles_of: dict[int, set[int]] = {}
+    for tile, commands in program.tiles.items():
+        for c in commands:
+            tiles_of.setdefault(c.group, set()).add(tile)
+    return {
+        tile: [sim_command(c, ops.get(c.op_id), hw, len(tiles_of[c.group])) for c in commands]
+        for tile, commands in program.tiles.items()
+    }
+
+
+def simulate_program(program: Program, module: Module, hw: ChipConfig) -> SimResult:
+    """The program played out by the tile simulator."""
+    return simulate(program_streams(program, module, hw), hw)
+
+
+def simulated_report(program: Program, result: SimResult) -> dict[str, Any]:
+    """The JSON of a simulated run: chip figures and, per group, its span and busy engines.
+
+    ``latency_ms`` is the kernel body (the slowest tile), ``tile_ms`` every tile's body,
+    ``busy_ms`` per engine the busiest tile's (keys ``ne ct rdma wdma tdma dte kcore``),
+    ``stall_ms`` the slowest tile's stalls by engine and reason, ``launch_ms`` apart.
+    """
+    out = result.summary()
+    out["stall_ms"] = result.stall_ms()
+    spans = group_ms(program, result)
+    busy: dict[int, dict[str, dict[int, int]]] = {}
+    for tile, commands in program.tiles.items():
+        for c, t in zip(commands, result.tiles[tile].timings, strict=True):
+            per = busy.setdefault(c.group, {})
+            if t.engine in ENGINES:
+                engine = per.setdefault(t.engine, {})
+                engine[tile] = engine.get(tile, 0) + t.end - t.start
+            kcore = per.setdefault("kcore", {})
+            kcore[tile] = kcore.get(tile, 0) + t.issue_end - t.issue_start
+    out["groups"] = [
+        {
+            "id": g,
+            "latency_ms": spans[g],
+            "busy_ms": {
+                e: result.ms(max(busy[g].get(e, {0: 0}).values())) for e in (*ENGINES, "kcore")
+            },
+        }
+        for g in program.groups
+        if g in spans
+    ]
+    return out
+
+
+def group_ms(program: Program, result: SimResult) -> Mapping[int, float]:
+    """Group id -> its span on the slowest tile (first issue to last end), ms."""
+    spans: dict[int, tuple[int, int]] = {}
+    for tile, commands in program.tiles.items():
+        for c, t in zip(commands, result.tiles[tile].timings, strict=True):
+            lo, hi = spans.get(c.group, (t.issue_start, t.end))
+            spans[c.group] = (min(lo, t.issue_start), max(hi, t.end))
+    return {g: result.ms(hi - lo) for g, (lo, hi) in spans.items()}
+
+
+__all__ = [
+    "ENGINE_OF",
+    "byte_range",
+    "group_ms",
+    "program_streams",
+    "sim_command",
+    "simulate_program",
+    "simulated_report",
+]
