@@ -23,6 +23,7 @@ from tx8lab.hw.calibrate import (
     find_row,
     numbers,
     read_board,
+    table,
     to_json,
 )
 from tx8lab.hw.presets import TX81
@@ -105,3 +106,9 @@ def test_cli_prints_the_tables_and_writes_the_fit(
     assert not list(tmp_path.glob("*.tmp"))
     assert main(["calibrate", "--board", str(tmp_path)]) == 2
     assert "micro.csv is missing" in capsys.readouterr().err
+
+
+def test_the_readme_shows_the_current_residual_table() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    fits, res = calibrate(TX81)
+    assert table(fits, res) in readme, "regenerate the README table from `tx8lab calibrate`"
