@@ -293,7 +293,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # schedule: one group's data split, pipeline, lifetimes, allocation, estimate
     ("tx8lab.core.schedule", "tx8lab.core.schedule.*"),
     # the program: every tile's command stream, and the host model that executes it
-    ("tx8lab.core.program", "tx8lab.core.hostmodel"),
+    ("tx8lab.core.program", "tx8lab.core.hostmodel", "tx8lab.core.simulate"),
     # pass base: Pass, Knob, Decision, PassResult, Step
     ("tx8lab.core.passes.base",),
     # the passes, the main.c generator one of them runs, the report of a finished run
