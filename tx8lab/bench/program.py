@@ -1,5 +1,7 @@
 """The executed program's table: per zoo model, emit + compile + execute time and commands.
 
+Also the time to play the program through the tile simulator and the kernel body it gives.
+
 Each model runs the default pipeline, then ``tx8lab.core.execute.execute_module``
 compiles its main.c and runs it on the host model of the chip (outputs compared with the
 interpreter). Models at the sizes the tests execute, plus resnet50 at 224 and
@@ -36,6 +38,7 @@ def program_table(quick: bool) -> None:
     from tx8lab.core.execute import execute_module
     from tx8lab.core.passes import build_pipeline
     from tx8lab.core.runner import run_pipeline
+    from tx8lab.core.simulate import simulate_program
     from tx8lab.errors import Tx8labError
     from tx8lab.hw import resolve_hw
 
@@ -43,7 +46,7 @@ def program_table(quick: bool) -> None:
     print("\nexecuted program (main.c compiled and run on the host model, vs the interpreter)")
     head = (
         f"{'model':44} {'pipeline s':>10} {'emit s':>7} {'compile s':>9} {'execute s':>9} "
-        f"{'cmds/tile':>9} {'result':>8}"
+        f"{'cmds/tile':>9} {'result':>8} {'simulate s':>10} {'sim body ms':>11}"
     )
     print(head)
     print("-" * len(head))
@@ -65,9 +68,13 @@ def program_table(quick: bool) -> None:
         per_tile = max(counts.values(), default=0)
         s = ex.seconds
         result = "exact" if all(d.exact for d in ex.diffs) else ("ok" if ex.ok else "DIFFERS")
+        start = time.perf_counter()
+        sim = simulate_program(ex.program, steps[-1].result.module, hw)
+        sim_s = time.perf_counter() - start
         print(
             f"{label:44} {pipeline:>10.2f} {s.get('emit', 0):>7.2f} {s.get('compile', 0):>9.2f} "
-            f"{s.get('execute', 0):>9.2f} {per_tile:>9} {result:>8}"
+            f"{s.get('execute', 0):>9.2f} {per_tile:>9} {result:>8} {sim_s:>10.2f} "
+            f"{sim.ms(sim.body_cycles):>11.4f}"
         )
 
 
