@@ -16,9 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tx8lab.core import zoo
+from tx8lab.core.builder import Builder
 from tx8lab.core.dtypes import round_to
 from tx8lab.core.hostmodel import IMM_GARBAGE, Machine, _Codec, _round, setup
 from tx8lab.core.interpret import random_inputs
+from tx8lab.core.ir import Module
 from tx8lab.core.layouts import pack, unpack
 from tx8lab.core.passes import build_pipeline
 from tx8lab.core.program import Access, Program, build_program
@@ -26,6 +28,7 @@ from tx8lab.core.runner import run_pipeline
 from tx8lab.hw.presets import resolve_hw
 
 LAYOUTS = ("Tensor", "NTensor", "Cx", "NCx")
+LLAMA_SMALL = {"hidden": 64, "heads": 2, "ffn": 128, "vocab": 100, "seq": 8}
 DTYPES = ("f32", "f16", "bf16", "tf32", "i8", "i32")
 
 
@@ -124,44 +127,64 @@ def test_round_is_round_to_bit_for_bit(dtype: str) -> None:
         assert a.flags.c_contiguous == b.flags.c_contiguous
 
 
-def _check_images(machine: Machine, imm: set[tuple[str, str]]) -> None:
-    """Every region and lone DDR tensor holds its array packed, as a whole re-pack left it."""
-    for tile, regions in machine.regions.items():
+def _check_images(
+    machine: Machine, imm: set[tuple[str, str]], tile: int | None = None, keys: Any = None
+) -> None:
+    """Regions and lone DDR tensors hold their arrays packed, as whole re-packs left them.
+
+    ``tile`` and ``keys`` (region keys, DDR addresses) pick which; by default all.
+    """
+    for t, regions in machine.regions.items():
         for r in regions:
+            if (tile is not None and t != tile) or (keys is not None and r.key not in keys):
+                continue
             if r.key in imm:
-                assert set(machine.spm[tile][r.addr : r.addr + r.nbytes]) <= {IMM_GARBAGE}
+                assert set(machine.spm[t][r.addr : r.addr + r.nbytes]) <= {IMM_GARBAGE}
                 continue
             image = pack(r.array, r.dtype, r.layout)
-            assert bytes(machine.spm[tile][r.addr : r.addr + len(image)]) == image, r.key
+            assert bytes(machine.spm[t][r.addr : r.addr + len(image)]) == image, r.key
     tensors = list(machine.tensors.values())
-    for t in tensors:
+    for d in (
+        tensors if keys is None else [machine.tensors[a] for a in keys if a in machine.tensors]
+    ):
         alone = not any(
-            o is not t and o.addr < t.addr + t.nbytes and t.addr < o.addr + o.nbytes
+            o is not d and o.addr < d.addr + d.nbytes and d.addr < o.addr + o.nbytes
             for o in tensors
         )
-        if alone and t.synced:
-            masked = np.where(t.written, t.array, 0) if t.array.dtype.kind == "f" else t.array
-            image = pack(masked, t.dtype, t.layout)
-            assert bytes(machine.ddr[t.addr : t.addr + len(image)]) == image, t.addr
+        if alone and d.synced:
+            masked = np.where(d.written, d.array, 0) if d.array.dtype.kind == "f" else d.array
+            image = pack(masked, d.dtype, d.layout)
+            assert bytes(machine.ddr[d.addr : d.addr + len(image)]) == image, d.addr
 
 
-def _program(name: str, hw_args: list[str], **kwargs: Any) -> tuple[Any, Program, Any]:
-    hw = resolve_hw(hw_args)
-    steps = list(run_pipeline(zoo.build(name, **kwargs), build_pipeline(None, {}), hw))
-    module = steps[-1].result.module
-    return module, build_program(module, hw), hw
+def _scheduled(module: Module, hw: Any) -> tuple[Module, Program]:
+    module = list(run_pipeline(module, build_pipeline(None, {}), hw))[-1].result.module
+    return module, build_program(module, hw)
+
+
+def _bf16_psum() -> Module:
+    """A bf16 product whose K is summed in f32 parts on a small SPM, then rounded to bf16."""
+    b = Builder()
+    x = b.input((1, 2, 128), "bf16")
+    b.output(b.op("MatMul", x, b.weight((128, 64), "bf16")))
+    return b.finish()
 
 
 @pytest.mark.parametrize(
-    ("name", "hw_args", "kwargs"),
+    ("build", "hw_args"),
     [
-        ("tiny_cnn", ["tile.spm_bytes=72Ki"], {}),
-        ("layout_align_demo", [], {}),
-        ("llama_decoder", [], {"hidden": 64, "heads": 2, "ffn": 128, "vocab": 100, "seq": 8}),
+        (zoo.tiny_cnn, ["tile.spm_bytes=72Ki"]),
+        (zoo.layout_align_demo, []),
+        (lambda: zoo.build("llama_decoder", **LLAMA_SMALL), []),
+        (_bf16_psum, ["tile.spm_bytes=68Ki"]),
     ],
+    ids=["tiny_cnn", "layout_align_demo", "llama_small", "bf16_psum"],
 )
-def test_each_command_leaves_whole_images(name: str, hw_args: list[str], kwargs: Any) -> None:
-    module, program, hw = _program(name, hw_args, **kwargs)
+def test_each_command_leaves_whole_images(build: Any, hw_args: list[str]) -> None:
+    hw = resolve_hw(hw_args)
+    module, program = _scheduled(build(), hw)
+    if build is _bf16_psum:
+        assert any(c.psum is not None for cs in program.tiles.values() for c in cs)
     machine = setup(program, module, random_inputs(module, 0), hw.tile.spm_bytes)
     imm = {
         (c.imm.lifetime, c.imm.value)
@@ -175,10 +198,15 @@ def test_each_command_leaves_whole_images(name: str, hw_args: list[str], kwargs:
             commands = program.tiles[tile]
             i = machine.position[tile]
             while i < len(commands) and commands[i].group == group:
-                machine.execute(commands[i], i)
-                _check_images(machine, imm)
+                c = commands[i]
+                machine.execute(c, i)
+                touched = (*c.reads, *c.writes, c.psum, c.imm)
+                keys = {(a.lifetime, a.value) for a in touched if a is not None}
+                keys |= {a.addr for a in c.writes if a.space == "ddr"}
+                _check_images(machine, imm, tile, keys)
                 i += 1
             machine.position[tile] = i
+    _check_images(machine, imm)
 
 
 def _ddr(addr: int, shape: tuple[int, ...], window: tuple[tuple[int, int], ...]) -> Access:
@@ -189,7 +217,8 @@ def _ddr(addr: int, shape: tuple[int, ...], window: tuple[tuple[int, int], ...])
 
 def test_a_store_over_another_tensors_bytes_repacks_its_whole_image() -> None:
     """Tensor b writes into a's bytes; a's next store writes all of a again, stale rows too."""
-    module, program, hw = _program("tiny_cnn", [])
+    hw = resolve_hw([])
+    module, program = _scheduled(zoo.tiny_cnn(), hw)
     machine = setup(program, module, random_inputs(module, 0), hw.tile.spm_bytes)
     c = next(c for cs in program.tiles.values() for c in cs)
     base = machine.program.ddr_bytes - 256

@@ -117,6 +117,17 @@ def _round(values: npt.ArrayLike, dtype: str) -> Array:
     return out
 
 
+def _is_rounded(data: Any, dtype: str, rounded: str | None) -> bool:
+    """Whether ``round_to(data, dtype)`` is ``data`` bit for bit.
+
+    So it is when ``data`` holds round_to results for ``dtype`` (``rounded``), or when
+    ``dtype``'s rounding is a cast to the type ``data`` has.
+    """
+    if not isinstance(data, np.ndarray) or data.dtype != numpy_dtype(dtype):
+        return False
+    return rounded == dtype or dtype not in _DROPPED_BITS
+
+
 def _poison(dtype: str) -> Any:
     kind = numpy_dtype(dtype).kind
     return np.nan if kind == "f" else (False if kind == "b" else 0)
@@ -402,6 +413,7 @@ class Machine:
         self.trace: list[TraceEntry] = []
         self.position: dict[int, int] = {t: 0 for t in program.tiles}
         self._codecs: dict[tuple[tuple[int, ...], str, str], _Codec | None] = {}
+        self._needs: dict[tuple[Window, str, str], int] = {}
         self._ddr_writes = 0
         self._retired: list[tuple[int, int, int]] = []
         """DDR ranges of tensors another type replaced: (start, end, stamp)."""
@@ -515,6 +527,10 @@ class Machine:
         return any(s > t.stamp and a < end and t.addr < b for a, b, s in self._retired)
 
     def ddr_read(self, a: Access, c: Command) -> Array:
+        return np.array(self._ddr_box(a, c))
+
+    def _ddr_box(self, a: Access, c: Command) -> Array:
+        """What :meth:`ddr_read` returns, as a view of the tensor's array (read, never write)."""
         t = self._ddr_tensor(a.addr, a.holder_shape, a.dtype, a.layout, a.buffer)
         if _empty(a.window):
             return np.zeros(a.shape, dtype=numpy_dtype(a.dtype))
@@ -526,7 +542,7 @@ class Machine:
                 f"reads DDR {a.buffer} at 0x{a.addr:x} box {_box_text(a.window)}, which no "
                 "store, input or constant wrote",
             )
-        return np.array(t.array[sl])
+        return t.array[sl]
 
     def ddr_write(self, a: Access, c: Command, data: Array) -> None:
         t = self._ddr_tensor(a.addr, a.holder_shape, a.dtype, a.layout, a.buffer)
@@ -583,7 +599,10 @@ class Machine:
             )
 
     def _holder_bytes(self, c: Command, a: Access) -> int:
-        need = value_bytes(a.holder_shape, a.dtype, LayoutMode(a.layout))
+        key = (a.holder, a.dtype, a.layout)
+        need = self._needs.get(key)
+        if need is None:
+            need = self._needs[key] = value_bytes(a.holder_shape, a.dtype, LayoutMode(a.layout))
         if need > a.nbytes:
             raise self._fail(
                 c,
@@ -621,7 +640,14 @@ class Machine:
                 )
         self.regions[c.tile] = keep
 
-    def spm_write(self, c: Command, a: Access, data: Array | None, index: int) -> None:
+    def spm_write(
+        self, c: Command, a: Access, data: Array | None, index: int, rounded: str | None = None
+    ) -> None:
+        """Write ``data`` (box ``a.window``; None: no values) into ``a``'s region.
+
+        ``rounded``: an element type ``data`` holds ``round_to`` results of; as ``a``'s,
+        rounding them again would change no bit, and is skipped.
+        """
         nbytes = self._holder_bytes(c, a)
         region = self._find(c.tile, a)
         if region is None:
@@ -647,7 +673,8 @@ class Machine:
         box: Window | None = _UNCHANGED
         if data is not None and not _empty(a.window):
             sl = _rel(a.window, a.holder)
-            region.array[sl] = _round(data, a.dtype)
+            kept = _is_rounded(data, a.dtype, rounded)
+            region.array[sl] = data if kept else _round(data, a.dtype)
             region.written[sl] = True
             box = _rel_box(a.window, a.holder) if _inside(a.window, a.holder) else None
         self._store_spm(c.tile, a, region, box)
@@ -774,10 +801,12 @@ class Machine:
     def execute(self, c: Command, index: int) -> None:
         """Run command number ``index`` of its tile (addresses as ``c`` gives them)."""
         if c.what in ("load", "load_const"):
-            data = self.ddr_read(c.reads[0], c)
+            src = c.reads[0]
+            data = self._ddr_box(src, c)
             if c.gather is not None:
                 data = _picked_rows(c, data, self.spm_read(c, c.gather))
-            self.spm_write(c, c.writes[0], data, index)
+            rounded = src.dtype if self.tensors[src.addr].exact else None
+            self.spm_write(c, c.writes[0], data, index, rounded)
         elif c.what == "store":
             data = self.spm_read(c, c.reads[0])
             self.ddr_write(c.writes[0], c, data)
@@ -797,21 +826,27 @@ class Machine:
         results: Sequence[Array | None] = (
             [None] * len(c.writes) if empty else compute_slice(op, sliced, args)
         )
+        # the type compute_slice rounded each result to
+        kinds: list[str | None] = [
+            c.psum.dtype if c.psum is not None and r.index == 0 else r.type.dtype
+            for r in op.results
+        ]
         if c.psum is not None:
             partial = results[0]
             if c.psum_init:
-                self.spm_write(c, c.psum, partial, index)
+                self.spm_write(c, c.psum, partial, index, kinds[0])
             else:
                 before = self.spm_read(c, c.psum)
                 if partial is not None:
                     combine = np.maximum if entry.psum_combine == "max" else np.add
                     partial = combine(before, _round(partial, c.psum.dtype))
                 self.spm_write(c, c.psum, partial, index)
+                kinds[0] = None
             if not c.psum_last:
                 return
             results = [partial, *results[1:]]
-        for a, data in zip(c.writes, results, strict=False):
-            self.spm_write(c, a, data, index)
+        for a, data, kind in zip(c.writes, results, kinds, strict=False):
+            self.spm_write(c, a, data, index, kind)
         for j in c.clobbers:
             if j < len(c.reads) and c.reads[j].space == "spm":
                 left = _clobbered_value(entry, op, j, inputs) if not empty else None
