@@ -330,7 +330,9 @@ class _Driver:
                 tile=self.tile,
             )
         self.machine.trace.append(got)
-        self.machine.execute(_with_addrs(c, got.addrs), index)
+        # the trace check leaves main.c's addresses equal to the command's: no copy of it
+        same = got.addrs == want.addrs
+        self.machine.execute(c if same else _with_addrs(c, got.addrs), index)
         self.machine.position[self.tile] = index + 1
 
 

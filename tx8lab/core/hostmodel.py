@@ -23,9 +23,12 @@ group, op, buffer and step):
 Readings chosen where the sources are vague:
 
 - **Bytes.** A region holds its holder box packed in its layout (``core/layouts.pack``);
-  a write updates the box it touches and re-packs the holder, a read unpacks the bytes
-  at the address the command gives, so a wrong address reads whatever is there.
-  Unwritten elements are NaN (floats) while the region is being filled.
+  a write updates the box it touches and leaves the holder packed, a read unpacks the
+  bytes at the address the command gives, so a wrong address reads whatever is there.
+  Unwritten elements are NaN (floats) while the region is being filled. Only the
+  written box is packed when the rest of the bytes already are the holder's image (the
+  region wrote them and nothing wrote over them since); the bytes are the same as a
+  re-pack of the whole holder.
 - **Slice compute.** An op whose ``window_compute`` is set runs its reference ``compute``
   on the operand slices; any other runs it on full-size operands holding the slices at
   their boxes and NaN (integers: 0) elsewhere, so a result that depends on data the
@@ -43,6 +46,7 @@ Readings chosen where the sources are vague:
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -54,7 +58,7 @@ import numpy.typing as npt
 from tx8lab.core.attrs import LayoutMode
 from tx8lab.core.dtypes import numpy_dtype, round_to
 from tx8lab.core.ir import Module, Op
-from tx8lab.core.layouts import pack, unpack
+from tx8lab.core.layouts import geometry, pack, unpack
 from tx8lab.core.ops import get_op_def
 from tx8lab.core.ops.registry import Window, value_bytes
 from tx8lab.core.program import Access, Command, DdrTensor, Program
@@ -74,6 +78,10 @@ def _rel(box: Window, holder: Window) -> tuple[slice, ...]:
     return tuple(slice(a - h0, b - h0) for (a, b), (h0, _) in zip(box, holder, strict=True))
 
 
+def _rel_box(box: Window, holder: Window) -> Window:
+    return tuple((a - h0, b - h0) for (a, b), (h0, _) in zip(box, holder, strict=True))
+
+
 def _inside(box: Window, holder: Window) -> bool:
     return all(h0 <= a and b <= h1 for (a, b), (h0, h1) in zip(box, holder, strict=True))
 
@@ -82,9 +90,223 @@ def _box_text(box: Window) -> str:
     return "[" + ", ".join(f"{a}:{b}" for a, b in box) + "]"
 
 
+#: Mantissa bits ``round_to`` drops for the float types it rounds by hand.
+_DROPPED_BITS = {"bf16": 16, "tf32": 13}
+
+
+def _round(values: npt.ArrayLike, dtype: str) -> Array:
+    """``dtypes.round_to``, the same array bit for bit, with bf16/tf32 in 32-bit integers.
+
+    ``round_to`` rounds to nearest, ties to even, in 64-bit integers and turns NaN into the
+    one quiet NaN; the sum wraps the same way in 32 bits once the dropped bits are cleared.
+    A C-ordered array comes back C-ordered as from ``round_to``; any other goes to it.
+    """
+    array = np.asarray(values)
+    drop = _DROPPED_BITS.get(dtype)
+    if drop is None or not array.flags.c_contiguous:
+        return round_to(array, dtype)
+    out = array.astype(np.float32)
+    bits = out.reshape(-1).view(np.uint32)
+    nan = np.isnan(out)
+    step = bits >> np.uint32(drop)
+    step &= np.uint32(1)
+    step += np.uint32((1 << (drop - 1)) - 1)
+    bits += step
+    bits &= np.uint32(~((1 << drop) - 1) & 0xFFFFFFFF)
+    np.copyto(out, np.float32(np.nan), where=nan)
+    return out
+
+
+def _is_rounded(data: Any, dtype: str, rounded: str | None) -> bool:
+    """Whether ``round_to(data, dtype)`` is ``data`` bit for bit.
+
+    So it is when ``data`` holds round_to results for ``dtype`` (``rounded``), or when
+    ``dtype``'s rounding is a cast to the type ``data`` has.
+    """
+    if not isinstance(data, np.ndarray) or data.dtype != numpy_dtype(dtype):
+        return False
+    return rounded == dtype or dtype not in _DROPPED_BITS
+
+
 def _poison(dtype: str) -> Any:
     kind = numpy_dtype(dtype).kind
     return np.nan if kind == "f" else (False if kind == "b" else 0)
+
+
+#: A box of :meth:`Machine._store_spm`: no element changed.
+_UNCHANGED: Window = ((0, 0),)
+
+#: The image codec writes and reads native integers as the layouts' little-endian bytes.
+_LITTLE_ENDIAN = sys.byteorder == "little"
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """One strided run of a box's elements in a memory image."""
+
+    cols: slice
+    """Which channels of the box (its last axis) the run holds."""
+    offset: int
+    """Bytes from the image's base to the run's first element."""
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    """In bytes."""
+    block: int = 0
+    """> 0: the channels are whole blocks of this many, the run's last two axes."""
+
+
+class _Codec:
+    """The bytes of one (shape, dtype, layout) image, a box at a time.
+
+    The same placement as ``layouts.pack``/``unpack`` (``layouts.geometry``), as strided
+    runs over the memory: a compact layout is one row-major run; Cx/NCx is a run per
+    channel block cut by the box (whole blocks together) and one for the tail. Values go
+    in as held (already rounded to ``dtype``, as every region's array is), so writing a
+    box gives the bytes ``pack`` gives for those elements.
+    """
+
+    def __init__(self, shape: tuple[int, ...], dtype: str, layout: str) -> None:
+        geo = geometry(shape, dtype, layout)
+        self.shape = shape
+        self.dtype = dtype
+        self.geo = geo
+        self.elem = geo.elem_bits // 8
+        self.values = numpy_dtype(dtype)
+        self.storage = np.dtype(f"u{self.elem}")
+        self.image_bytes = -(-geo.footprint_bits // 8)
+        self.full: Window = tuple((0, d) for d in shape)
+        self._pieces: dict[Window, tuple[_Piece, ...]] = {}
+
+    def pieces(self, box: Window) -> tuple[_Piece, ...]:
+        got = self._pieces.get(box)
+        if got is None:
+            got = self._pieces[box] = self._cut(box)
+        return got
+
+    def _cut(self, box: Window) -> tuple[_Piece, ...]:
+        geo, e = self.geo, self.elem
+        shape = self.shape or (1,)
+        box = box or ((0, 1),)
+        *lead, (c0, c1) = box
+        ext = tuple(b - a for a, b in lead)
+        if geo.layout.value not in ("Cx", "NCx"):
+            strides = [1] * len(shape)
+            for d in range(len(shape) - 2, -1, -1):
+                strides[d] = strides[d + 1] * shape[d + 1]
+            at = sum(a * s for (a, _), s in zip(box, strides, strict=True))
+            shape_out = (*ext, c1 - c0)
+            return (_Piece(slice(0, c1 - c0), at * e, shape_out, tuple(s * e for s in strides)),)
+        # (n, p, c): a block channel at n*batch + (c//B)*HW*B + p*B + c%B, a tail channel
+        # at n*batch + blocks*HW*B + p*T + (c - blocks*B); p is the HW dims row-major
+        block, hw, tail_pad = geo.block, geo.hw, geo.tail_pad
+        edge = geo.blocks * block
+        batch = geo.batch_stride_bits // geo.elem_bits
+        pixel = [1] * max(0, len(shape) - 2)
+        for d in range(len(pixel) - 2, -1, -1):
+            pixel[d] = pixel[d + 1] * shape[d + 2]
+        start = [a for a, _ in lead]
+        n0 = start[0] if lead else 0
+        p0 = sum(a * s for a, s in zip(start[1:], pixel, strict=True))
+        lead_block = tuple(s * e for s in ([batch] if lead else []) + [s * block for s in pixel])
+        lead_tail = tuple(s * e for s in ([batch] if lead else []) + [s * tail_pad for s in pixel])
+        out: list[_Piece] = []
+        c, stop_blocks = c0, min(c1, edge)
+        while c < stop_blocks:
+            b = c // block
+            base = n0 * batch + b * hw * block + p0 * block
+            if c % block == 0 and c + block <= stop_blocks:
+                nb = (stop_blocks - c) // block
+                out.append(
+                    _Piece(
+                        slice(c - c0, c - c0 + nb * block),
+                        base * e,
+                        (*ext, nb, block),
+                        (*lead_block, hw * block * e, e),
+                        block,
+                    )
+                )
+                c += nb * block
+            else:
+                stop = min(stop_blocks, (b + 1) * block)
+                out.append(
+                    _Piece(
+                        slice(c - c0, stop - c0),
+                        (base + c % block) * e,
+                        (*ext, stop - c),
+                        (*lead_block, e),
+                    )
+                )
+                c = stop
+        if c1 > edge:
+            first = max(c0, edge)
+            at = n0 * batch + edge * hw + p0 * tail_pad + (first - edge)
+            out.append(
+                _Piece(slice(first - c0, c1 - c0), at * e, (*ext, c1 - first), (*lead_tail, e))
+            )
+        return tuple(out)
+
+    def _encode(self, values: Array) -> Array:
+        if self.dtype == "bf16":
+            return (values.view(np.uint32) >> np.uint32(16)).astype(np.uint16)
+        return values.view(self.storage)
+
+    def put(self, memory: bytearray, base: int, box: Window, values: Array) -> None:
+        """Write ``values`` (box ``box`` of the image, as held) into ``memory`` at ``base``."""
+        raw = self._encode(values.reshape(values.shape or (1,)))
+        for p in self.pieces(box):
+            dst: Array = np.ndarray(
+                p.shape, self.storage, buffer=memory, offset=base + p.offset, strides=p.strides
+            )
+            src = raw[..., p.cols]
+            if p.block:
+                src = src.reshape(*src.shape[:-1], -1, p.block)
+            dst[...] = src
+
+    def get(self, memory: bytearray, base: int, box: Window) -> Array:
+        """Box ``box`` of the image at ``base`` in ``memory``, decoded."""
+        shape = tuple(b - a for a, b in box)
+        raw = np.empty(shape or (1,), self.storage)
+        for p in self.pieces(box):
+            src: Array = np.ndarray(
+                p.shape, self.storage, buffer=memory, offset=base + p.offset, strides=p.strides
+            )
+            dst = raw[..., p.cols]
+            if p.block:
+                dst = np.lib.stride_tricks.as_strided(
+                    dst,
+                    (*dst.shape[:-1], dst.shape[-1] // p.block, p.block),
+                    (*dst.strides[:-1], dst.strides[-1] * p.block, dst.strides[-1]),
+                    writeable=True,
+                )
+            dst[...] = src
+        if self.dtype == "bf16":
+            values = (raw.astype(np.uint32) << np.uint32(16)).view(np.float32)
+        else:
+            values = raw.view(self.values)
+        return values.reshape(shape)
+
+    def clear(self, memory: bytearray, base: int) -> None:
+        """Zero the image's bytes (its padding stays so)."""
+        np.frombuffer(memory, np.uint8, self.image_bytes, base)[...] = 0
+
+    def fits(self, memory: bytearray, base: int) -> bool:
+        return base >= 0 and base + self.image_bytes <= len(memory)
+
+
+def _make_codec(shape: tuple[int, ...], dtype: str, layout: str) -> _Codec | None:
+    """The codec of an image, or None where ``pack``/``unpack`` run instead.
+
+    None for a zero extent, a type or layout ``geometry`` refuses (their error is then the
+    one raised) and a big-endian host.
+    """
+    if not _LITTLE_ENDIAN or not all(d > 0 for d in shape):
+        return None
+    try:
+        codec = _Codec(shape, dtype, layout)
+    except Tx8labError:
+        return None
+    held = 4 if dtype == "bf16" else codec.elem  # bytes of the array element
+    return codec if codec.values.itemsize == held else None
 
 
 @dataclass
@@ -102,6 +324,9 @@ class _Region:
     written: npt.NDArray[np.bool_]
     writer: Command
     clobbered_by: Command | None = None
+    synced: bool = False
+    """The bytes at ``addr`` are ``array`` packed in the region's own dtype and layout, so a
+    write need only pack the box it changes."""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -117,6 +342,12 @@ class _DdrTensor:
     nbytes: int
     array: Array
     written: npt.NDArray[np.bool_]
+    exact: bool = True
+    """``array`` holds values rounded to ``dtype`` (it was not decoded from other bytes)."""
+    synced: bool = False
+    """The bytes at ``addr`` are the image ``_pack_ddr`` writes, as of ``stamp``."""
+    stamp: int = 0
+    """When the tensor last wrote DDR bytes (the machine's count of DDR writes)."""
 
 
 @dataclass
@@ -181,6 +412,11 @@ class Machine:
         self.tensors: dict[int, _DdrTensor] = {}
         self.trace: list[TraceEntry] = []
         self.position: dict[int, int] = {t: 0 for t in program.tiles}
+        self._codecs: dict[tuple[tuple[int, ...], str, str], _Codec | None] = {}
+        self._needs: dict[tuple[Window, str, str], int] = {}
+        self._ddr_writes = 0
+        self._retired: list[tuple[int, int, int]] = []
+        """DDR ranges of tensors another type replaced: (start, end, stamp)."""
         self.last_read: dict[int, dict[tuple[str, str], int]] = {}
         for tile, commands in program.tiles.items():
             last: dict[tuple[str, str], int] = {}
@@ -192,20 +428,43 @@ class Machine:
                     last[(c.psum.lifetime, c.psum.value)] = i
             self.last_read[tile] = last
 
+    def _codec(self, shape: tuple[int, ...], dtype: str, layout: str) -> _Codec | None:
+        """The image codec of ``shape``/``dtype``/``layout``; None where ``pack`` decides."""
+        key = (shape, dtype, layout)
+        if key not in self._codecs:
+            self._codecs[key] = _make_codec(shape, dtype, layout)
+        return self._codecs[key]
+
     # ------------------------------------------------------------------ DDR
     def place(self, tensor: DdrTensor, array: Array) -> None:
         """Put ``array`` into DDR at the tensor's address, in its layout."""
-        data = round_to(np.asarray(array), tensor.dtype)
-        self._ddr_tensor(tensor.addr, tensor.shape, tensor.dtype, tensor.layout, tensor.name)
+        data = _round(np.asarray(array), tensor.dtype)
+        self._ddr_tensor(
+            tensor.addr, tensor.shape, tensor.dtype, tensor.layout, tensor.name, blank=False
+        )
         t = self.tensors[tensor.addr]
-        t.array = data.astype(numpy_dtype(tensor.dtype)).reshape(tensor.shape)
+        # round_to's array is a new one: no copy of it needed
+        t.array = data.astype(numpy_dtype(tensor.dtype), copy=False).reshape(tensor.shape)
         t.written[...] = True
-        self._pack_ddr(t)
+        t.exact = True
+        self._store_ddr(t, None)
 
     def _ddr_tensor(
-        self, addr: int, shape: tuple[int, ...], dtype: str, layout: str, name: str
+        self,
+        addr: int,
+        shape: tuple[int, ...],
+        dtype: str,
+        layout: str,
+        name: str,
+        *,
+        blank: bool = True,
     ) -> _DdrTensor:
-        t = self.tensors.get(addr)
+        """The tensor at ``addr`` as ``shape``/``dtype``/``layout``.
+
+        A new one is unwritten and poisoned, unless ``blank`` is False: the caller then
+        fills its array whole (placing an input or constant).
+        """
+        t = old = self.tensors.get(addr)
         if t is not None and (t.shape, t.dtype, t.layout) == (shape, dtype, layout):
             return t
         nbytes = value_bytes(shape, dtype, LayoutMode(layout))
@@ -216,13 +475,15 @@ class Machine:
                 buffer=name,
             )
         if t is None:
-            array = np.full(shape, _poison(dtype), dtype=numpy_dtype(dtype))
+            kind = numpy_dtype(dtype)
+            array = np.full(shape, _poison(dtype), dtype=kind) if blank else np.empty(shape, kind)
             written = np.zeros(shape, dtype=bool)
         else:
             # the same bytes read as another type or layout: decode them
             array = unpack(bytes(self.ddr[addr : addr + nbytes]), shape, dtype, layout)
             written = np.ones(shape, dtype=bool) if t.written.all() else np.zeros(shape, bool)
-        t = _DdrTensor(addr, shape, dtype, layout, nbytes, array, written)
+            self._retired.append((t.addr, t.addr + t.nbytes, t.stamp))
+        t = _DdrTensor(addr, shape, dtype, layout, nbytes, array, written, exact=old is None)
         self.tensors[addr] = t
         return t
 
@@ -234,7 +495,42 @@ class Machine:
         )
         self.ddr[t.addr : t.addr + len(image)] = image
 
+    def _store_ddr(self, t: _DdrTensor, box: Window | None) -> None:
+        """The DDR bytes after box ``box`` (None: any) of ``t.array`` changed.
+
+        The bytes become what :meth:`_pack_ddr` writes. Only the box is packed when the
+        rest already is that image: ``t`` wrote it and no other tensor wrote into its
+        range since.
+        """
+        codec = self._codec(t.shape, t.dtype, t.layout) if t.exact else None
+        if codec is None or not codec.fits(self.ddr, t.addr):
+            self._pack_ddr(t)
+            t.synced = False
+        elif box is not None and t.synced and not self._ddr_overwritten(t):
+            codec.put(self.ddr, t.addr, box, t.array[tuple(slice(a, b) for a, b in box)])
+        else:
+            values = t.array
+            if values.dtype.kind == "f" and not t.written.all():
+                values = np.where(t.written, values, 0)
+            codec.clear(self.ddr, t.addr)
+            codec.put(self.ddr, t.addr, codec.full, values)
+            t.synced = True
+        self._ddr_writes += 1
+        t.stamp = self._ddr_writes
+
+    def _ddr_overwritten(self, t: _DdrTensor) -> bool:
+        """Whether another tensor wrote into ``t``'s bytes after ``t`` last did."""
+        end = t.addr + t.nbytes
+        for o in self.tensors.values():
+            if o.stamp > t.stamp and o is not t and o.addr < end and t.addr < o.addr + o.nbytes:
+                return True
+        return any(s > t.stamp and a < end and t.addr < b for a, b, s in self._retired)
+
     def ddr_read(self, a: Access, c: Command) -> Array:
+        return np.array(self._ddr_box(a, c))
+
+    def _ddr_box(self, a: Access, c: Command) -> Array:
+        """What :meth:`ddr_read` returns, as a view of the tensor's array (read, never write)."""
         t = self._ddr_tensor(a.addr, a.holder_shape, a.dtype, a.layout, a.buffer)
         if _empty(a.window):
             return np.zeros(a.shape, dtype=numpy_dtype(a.dtype))
@@ -246,16 +542,16 @@ class Machine:
                 f"reads DDR {a.buffer} at 0x{a.addr:x} box {_box_text(a.window)}, which no "
                 "store, input or constant wrote",
             )
-        return np.array(t.array[sl])
+        return t.array[sl]
 
     def ddr_write(self, a: Access, c: Command, data: Array) -> None:
         t = self._ddr_tensor(a.addr, a.holder_shape, a.dtype, a.layout, a.buffer)
         if _empty(a.window):
             return
         sl = _rel(a.window, a.holder)
-        t.array[sl] = round_to(data, a.dtype)
+        t.array[sl] = _round(data, a.dtype)
         t.written[sl] = True
-        self._pack_ddr(t)
+        self._store_ddr(t, _rel_box(a.window, a.holder) if _inside(a.window, a.holder) else None)
 
     def read_tensor(self, tensor: DdrTensor) -> Array:
         """A DDR tensor after the run (decoded from the DDR bytes)."""
@@ -266,6 +562,9 @@ class Machine:
                 "the program",
                 buffer=tensor.name,
             )
+        codec = self._codec(tensor.shape, tensor.dtype, tensor.layout)
+        if codec is not None and codec.fits(self.ddr, tensor.addr):
+            return codec.get(self.ddr, tensor.addr, codec.full)
         return unpack(
             bytes(self.ddr[tensor.addr : tensor.addr + tensor.nbytes]),
             tensor.shape,
@@ -300,7 +599,10 @@ class Machine:
             )
 
     def _holder_bytes(self, c: Command, a: Access) -> int:
-        need = value_bytes(a.holder_shape, a.dtype, LayoutMode(a.layout))
+        key = (a.holder, a.dtype, a.layout)
+        need = self._needs.get(key)
+        if need is None:
+            need = self._needs[key] = value_bytes(a.holder_shape, a.dtype, LayoutMode(a.layout))
         if need > a.nbytes:
             raise self._fail(
                 c,
@@ -338,7 +640,14 @@ class Machine:
                 )
         self.regions[c.tile] = keep
 
-    def spm_write(self, c: Command, a: Access, data: Array | None, index: int) -> None:
+    def spm_write(
+        self, c: Command, a: Access, data: Array | None, index: int, rounded: str | None = None
+    ) -> None:
+        """Write ``data`` (box ``a.window``; None: no values) into ``a``'s region.
+
+        ``rounded``: an element type ``data`` holds ``round_to`` results of; as ``a``'s,
+        rounding them again would change no bit, and is skipped.
+        """
         nbytes = self._holder_bytes(c, a)
         region = self._find(c.tile, a)
         if region is None:
@@ -361,12 +670,40 @@ class Machine:
             raise self._fail(c, a, f"region holder {region.holder} differs from {a.holder}")
         region.writer = c
         region.clobbered_by = None
+        box: Window | None = _UNCHANGED
         if data is not None and not _empty(a.window):
             sl = _rel(a.window, a.holder)
-            region.array[sl] = round_to(data, a.dtype)
+            kept = _is_rounded(data, a.dtype, rounded)
+            region.array[sl] = data if kept else _round(data, a.dtype)
             region.written[sl] = True
-        image = pack(region.array, a.dtype, a.layout)
-        self.spm[c.tile][a.addr : a.addr + len(image)] = image
+            box = _rel_box(a.window, a.holder) if _inside(a.window, a.holder) else None
+        self._store_spm(c.tile, a, region, box)
+
+    def _store_spm(self, tile: int, a: Access, region: _Region, box: Window | None) -> None:
+        """The SPM bytes after box ``box`` of ``region.array`` changed (None: any part).
+
+        The bytes become ``array`` packed as ``a`` says at ``a.addr``, the holder whole. Only
+        the box is packed when the region's bytes already are that image (no other region
+        overlaps a region's range: claiming it dropped the older one).
+        """
+        memory = self.spm[tile]
+        codec = self._codec(a.holder_shape, a.dtype, a.layout)
+        if (
+            codec is None
+            or (region.dtype, region.layout, region.holder) != (a.dtype, a.layout, a.holder)
+            or region.array.dtype != codec.values
+            or not codec.fits(memory, a.addr)
+        ):
+            image = pack(region.array, a.dtype, a.layout)
+            memory[a.addr : a.addr + len(image)] = image
+            region.synced = False
+        elif box is not None and region.synced:
+            if box is not _UNCHANGED:
+                codec.put(memory, a.addr, box, region.array[tuple(slice(s, e) for s, e in box)])
+        else:
+            codec.clear(memory, a.addr)
+            codec.put(memory, a.addr, codec.full, region.array)
+            region.synced = True
 
     def spm_read(self, c: Command, a: Access) -> Array:
         nbytes = self._holder_bytes(c, a)
@@ -418,6 +755,9 @@ class Machine:
                 f"reads box {_box_text(a.window)} of {a.value} (lifetime {a.lifetime}) of which "
                 f"{int((~region.written[sl]).sum())} elements no command wrote",
             )
+        codec = self._codec(a.holder_shape, a.dtype, a.layout)
+        if codec is not None and region.holder == a.holder and codec.fits(self.spm[c.tile], a.addr):
+            return codec.get(self.spm[c.tile], a.addr, _rel_box(a.window, a.holder))
         image = bytes(self.spm[c.tile][a.addr : a.addr + nbytes])
         return np.array(unpack(image, a.holder_shape, a.dtype, a.layout)[sl])
 
@@ -430,9 +770,9 @@ class Machine:
         if data is None:
             region.array[sl] = _poison(a.dtype) if region.array.dtype.kind == "f" else 0
         else:
-            region.array[sl] = round_to(data, a.dtype)
-        image = pack(region.array, a.dtype, a.layout)
-        self.spm[c.tile][a.addr : a.addr + len(image)] = image
+            region.array[sl] = _round(data, a.dtype)
+        inside = _inside(a.window, region.holder)
+        self._store_spm(c.tile, a, region, _rel_box(a.window, region.holder) if inside else None)
         region.clobbered_by = c
 
     def scratch(self, c: Command, a: Access, index: int) -> None:
@@ -461,10 +801,12 @@ class Machine:
     def execute(self, c: Command, index: int) -> None:
         """Run command number ``index`` of its tile (addresses as ``c`` gives them)."""
         if c.what in ("load", "load_const"):
-            data = self.ddr_read(c.reads[0], c)
+            src = c.reads[0]
+            data = self._ddr_box(src, c)
             if c.gather is not None:
                 data = _picked_rows(c, data, self.spm_read(c, c.gather))
-            self.spm_write(c, c.writes[0], data, index)
+            rounded = src.dtype if self.tensors[src.addr].exact else None
+            self.spm_write(c, c.writes[0], data, index, rounded)
         elif c.what == "store":
             data = self.spm_read(c, c.reads[0])
             self.ddr_write(c.writes[0], c, data)
@@ -484,21 +826,27 @@ class Machine:
         results: Sequence[Array | None] = (
             [None] * len(c.writes) if empty else compute_slice(op, sliced, args)
         )
+        # the type compute_slice rounded each result to
+        kinds: list[str | None] = [
+            c.psum.dtype if c.psum is not None and r.index == 0 else r.type.dtype
+            for r in op.results
+        ]
         if c.psum is not None:
             partial = results[0]
             if c.psum_init:
-                self.spm_write(c, c.psum, partial, index)
+                self.spm_write(c, c.psum, partial, index, kinds[0])
             else:
                 before = self.spm_read(c, c.psum)
                 if partial is not None:
                     combine = np.maximum if entry.psum_combine == "max" else np.add
-                    partial = combine(before, round_to(partial, c.psum.dtype))
+                    partial = combine(before, _round(partial, c.psum.dtype))
                 self.spm_write(c, c.psum, partial, index)
+                kinds[0] = None
             if not c.psum_last:
                 return
             results = [partial, *results[1:]]
-        for a, data in zip(c.writes, results, strict=False):
-            self.spm_write(c, a, data, index)
+        for a, data, kind in zip(c.writes, results, kinds, strict=False):
+            self.spm_write(c, a, data, index, kind)
         for j in c.clobbers:
             if j < len(c.reads) and c.reads[j].space == "spm":
                 left = _clobbered_value(entry, op, j, inputs) if not empty else None
@@ -623,7 +971,7 @@ def compute_slice(op: Op, c: Command, inputs: Sequence[Array]) -> list[Array | N
                 f"{r.index}, its box {_box_text(window)} has {expected}"
             )
         dtype = c.psum.dtype if c.psum is not None and r.index == 0 else r.type.dtype
-        results.append(round_to(array, dtype))
+        results.append(_round(array, dtype))
     return results
 
 
