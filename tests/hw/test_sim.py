@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import laws
+from tx8lab.hw.cost import to_cycles
 from tx8lab.hw.presets import TX81
 from tx8lab.hw.sim import ENGINES, Range, SimCommand, StreamBuilder, simulate
 
@@ -115,7 +116,7 @@ def test_after_orders_a_command_behind_another_tiles() -> None:
 def test_launch_is_reported_apart_from_the_body() -> None:
     result = simulate({0: [SimCommand("ct", 10)]}, HW)
     assert result.body_cycles == 13
-    assert result.launch_cycles == laws.cycles(HW.launch_s, HW) > 100_000
+    assert result.launch_cycles == to_cycles(HW.launch_s, HW) > 100_000
     summary = result.summary()
     assert summary["latency_ms"] == pytest.approx(13e-6)
     assert set(summary["busy_ms"]) == {*ENGINES, "kcore"}

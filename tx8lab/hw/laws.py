@@ -29,6 +29,9 @@ The laws (time in seconds; :func:`cycles` turns it into clock cycles):
   sends in a launch costs ``dte_first_message_s`` instead of ``dte_send_s``.
 - **Launch**: ``launch_s`` per kernel launch (event minus kernel body), reported apart.
 
+Cycles round up as the plan's cost model does (``cost.to_cycles``), on the same granule
+helper (``cost.pad_up``).
+
 Readings chosen where the sources are vague:
 
 - One issue cost per command, whatever the engine: the board's consecutive ``TsmExecute``
@@ -48,6 +51,7 @@ from dataclasses import dataclass
 
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
+from tx8lab.hw.cost import pad_up, to_cycles
 
 
 @dataclass(frozen=True)
@@ -58,23 +62,8 @@ class Timed:
     formula: str
 
     def cycles(self, hw: ChipConfig) -> int:
-        """Whole clock cycles, rounded up."""
-        return cycles(self.seconds, hw)
-
-
-def cycles(seconds: float, hw: ChipConfig) -> int:
-    """Clock cycles (rounded up) that ``seconds`` take at ``hw.clock_hz``.
-
-    Examples:
-        >>> from tx8lab.hw.presets import TX81
-        >>> cycles(1e-6, TX81), cycles(0.0, TX81)
-        (1000, 0)
-    """
-    return math.ceil(seconds * hw.clock_hz - 1e-9) if seconds > 0 else 0
-
-
-def _pad(value: int, granule: int) -> int:
-    return -(-int(value) // int(granule)) * int(granule)
+        """Whole clock cycles, rounded up (``cost.to_cycles``)."""
+        return to_cycles(self.seconds, hw)
 
 
 def _whole(value: int, name: str) -> int:
@@ -102,7 +91,7 @@ def ne(m: int, k: int, n: int, dtype: str, hw: ChipConfig, *, batch: int = 1) ->
         _whole(value, name)
     tile = hw.tile
     gm, gk, gn = tile.ne_granule_mkn
-    pm, pk, pn = _pad(m, gm), _pad(k, gk), _pad(n, gn)
+    pm, pk, pn = pad_up(m, gm), pad_up(k, gk), pad_up(n, gn)
     rate = tile.ne_ops_per_s(dtype)
     work = 2 * batch * pm * pn * (pk + tile.ne_fill_k) / rate if m and n and k else 0.0
     s = tile.ne_command_s + work
@@ -126,7 +115,7 @@ def ct(elements: int, ops_per_element: float, dtype: str, hw: ChipConfig) -> Tim
         raise Tx8labError(f"engine law: vector ops per element must be >= 0, got {ops_per_element}")
     tile = hw.tile
     lanes = tile.ct_lanes(dtype)
-    padded = _pad(elements, lanes)
+    padded = pad_up(elements, lanes)
     rate = tile.ct_ops_per_s(dtype)
     s = tile.ct_command_s + padded * ops_per_element / rate
     formula = (
@@ -229,7 +218,6 @@ __all__ = [
     "Timed",
     "barrier",
     "ct",
-    "cycles",
     "dma",
     "dma_share",
     "dte",

@@ -49,6 +49,7 @@ from typing import Any
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import laws
 from tx8lab.hw.config import ChipConfig
+from tx8lab.hw.cost import to_cycles
 
 #: Engines that run commands, in report order; ``kcore`` issues them.
 ENGINES: tuple[str, ...] = ("ne", "ct", "rdma", "wdma", "tdma", "dte")
@@ -278,7 +279,7 @@ def simulate(
         for e in ("kcore", *ENGINES):
             run.stalls.setdefault(e, {})
         runs[st.tile] = run
-    return SimResult(runs, hw.clock_hz, launches * laws.cycles(hw.launch_s, hw))
+    return SimResult(runs, hw.clock_hz, launches * to_cycles(hw.launch_s, hw))
 
 
 def _advance(
