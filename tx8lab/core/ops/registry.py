@@ -650,24 +650,25 @@ class OpDef:
                 slice_shape.points, self.vector_ops_per_element(op), self.compute_dtype(op), hw
             )
         if engine is Engine.RDMA:
-            moved = sum(
-                value_bytes(s, r.type.dtype, op_layout(op))
-                for s, r in zip(slice_shape.results, op.results, strict=True)
-            )
-            return hwcost.dma_cost("ld", moved, hw, active_tiles=tiles)
+            return hwcost.dma_cost("ld", self._moved(op, slice_shape)[0], hw, active_tiles=tiles)
         if engine is Engine.WDMA:
-            moved = sum(
-                value_bytes(s, v.type.dtype, op_layout(op))
-                for s, v in zip(slice_shape.operands, op.operands, strict=True)
-            )
-            return hwcost.dma_cost("st", moved, hw, active_tiles=tiles)
+            return hwcost.dma_cost("st", self._moved(op, slice_shape)[0], hw, active_tiles=tiles)
         if engine is Engine.TDMA:
-            moved = sum(
-                value_bytes(s, r.type.dtype, op_layout(op))
-                for s, r in zip(slice_shape.results, op.results, strict=True)
-            )
-            return hwcost.tdma_cost(moved, hw)
+            return hwcost.tdma_cost(self._moved(op, slice_shape)[0], hw)
         raise self.fail(f"{op.label}: no cost model for engine {engine.value}")
+
+    def _moved(self, op: Op, slice_shape: SliceShape) -> tuple[int, int]:
+        """(bytes, innermost rows) a DMA / TDMA op's slice moves.
+
+        Its results' slices (a load, a TDMA move), or its operands' (a store, WDMA).
+        """
+        wdma = self.op_attr(op).engine is Engine.WDMA
+        values = op.operands if wdma else op.results
+        shapes = slice_shape.operands if wdma else slice_shape.results
+        moved = sum(
+            value_bytes(s, v.type.dtype, op_layout(op)) for s, v in zip(shapes, values, strict=True)
+        )
+        return moved, sum(math.prod(s[:-1]) if s else 1 for s in shapes)
 
     def law(
         self, op: Op, slice_shape: SliceShape, hw: ChipConfig, *, tiles: int = 1
@@ -688,14 +689,8 @@ class OpDef:
                 slice_shape.points, self.vector_ops_per_element(op), self.compute_dtype(op), hw
             )
         if engine in (Engine.RDMA, Engine.WDMA, Engine.TDMA):
-            values = op.results if engine is not Engine.WDMA else op.operands
-            shapes = slice_shape.results if engine is not Engine.WDMA else slice_shape.operands
-            moved = sum(
-                value_bytes(s, v.type.dtype, op_layout(op))
-                for s, v in zip(shapes, values, strict=True)
-            )
+            moved, rows = self._moved(op, slice_shape)
             if engine is Engine.TDMA:
-                rows = sum(math.prod(s[:-1]) if s else 1 for s in shapes)
                 return hwlaws.tdma(max(1, rows), -(-moved // max(1, rows)), hw)
             name = "rdma" if engine is Engine.RDMA else "wdma"
             return hwlaws.dma(name, moved, hw, active_tiles=tiles)
