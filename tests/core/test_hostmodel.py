@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from tx8lab.core import zoo
 from tx8lab.core.builder import Builder
 from tx8lab.core.dtypes import round_to
-from tx8lab.core.hostmodel import IMM_GARBAGE, Machine, _Codec, _round, setup
+from tx8lab.core.hostmodel import IMM_GARBAGE, Machine, _Codec, _round, execute_in_order, setup
 from tx8lab.core.interpret import random_inputs
 from tx8lab.core.ir import Module
 from tx8lab.core.layouts import pack, unpack
@@ -193,19 +193,11 @@ def test_each_command_leaves_whole_images(build: Any, hw_args: list[str]) -> Non
         if c.imm is not None
     }
     _check_images(machine, imm)
-    for group in program.groups:
-        for tile in sorted(program.tiles):
-            commands = program.tiles[tile]
-            i = machine.position[tile]
-            while i < len(commands) and commands[i].group == group:
-                c = commands[i]
-                machine.execute(c, i)
-                touched = (*c.reads, *c.writes, c.psum, c.imm)
-                keys = {(a.lifetime, a.value) for a in touched if a is not None}
-                keys |= {a.addr for a in c.writes if a.space == "ddr"}
-                _check_images(machine, imm, tile, keys)
-                i += 1
-            machine.position[tile] = i
+    for c in execute_in_order(machine, program):
+        touched = (*c.reads, *c.writes, c.psum, c.imm)
+        keys = {(a.lifetime, a.value) for a in touched if a is not None}
+        keys |= {a.addr for a in c.writes if a.space == "ddr"}
+        _check_images(machine, imm, c.tile, keys)
     _check_images(machine, imm)
 
 

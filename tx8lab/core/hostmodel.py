@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -405,7 +405,7 @@ class Machine:
 
     def __init__(self, program: Program, module: Module, spm_bytes: int) -> None:
         self.program = program
-        self.ops = _all_ops(module)
+        self.ops = module.op_by_id()
         self.spm = {t: bytearray(spm_bytes) for t in program.tiles}
         self.regions: dict[int, list[_Region]] = {t: [] for t in program.tiles}
         self.ddr = bytearray(program.ddr_bytes)
@@ -907,20 +907,6 @@ def _clobbered_value(entry: Any, op: Op, index: int, inputs: Sequence[Array]) ->
         return None
 
 
-def _all_ops(module: Module) -> dict[int, Op]:
-    out: dict[int, Op] = {}
-
-    def walk(ops: Iterable[Op]) -> None:
-        for op in ops:
-            out[op.id] = op
-            for region in op.regions:
-                walk(region.ops)
-
-    for f in module.functions:
-        walk(f.body.ops)
-    return out
-
-
 def _split_reduce_dims(op: Op, c: Command) -> set[int]:
     """Iteration dims of ``op`` that are reductions cut in time in this command."""
     if c.psum is None:
@@ -1022,10 +1008,8 @@ def outputs_of(machine: Machine, module: Module, inputs: Sequence[Array]) -> lis
     return out
 
 
-def run_program(program: Program, module: Module, inputs: Sequence[Array], spm_bytes: int) -> Run:
-    """Execute the Program's own command streams, group by group, tile by tile."""
-    machine = setup(program, module, inputs, spm_bytes)
-    start = time.perf_counter()
+def execute_in_order(machine: Machine, program: Program) -> Iterator[Command]:
+    """Execute the Program's commands group by group, tile by tile; yield each once run."""
     for group in program.groups:
         for tile in sorted(program.tiles):
             commands = program.tiles[tile]
@@ -1033,9 +1017,17 @@ def run_program(program: Program, module: Module, inputs: Sequence[Array], spm_b
             while i < len(commands) and commands[i].group == group:
                 c = commands[i]
                 machine.execute(c, i)
-                machine.trace.append(expected_entry(c))
+                yield c
                 i += 1
             machine.position[tile] = i
+
+
+def run_program(program: Program, module: Module, inputs: Sequence[Array], spm_bytes: int) -> Run:
+    """Execute the Program's own command streams, group by group, tile by tile."""
+    machine = setup(program, module, inputs, spm_bytes)
+    start = time.perf_counter()
+    for c in execute_in_order(machine, program):
+        machine.trace.append(expected_entry(c))
     seconds = time.perf_counter() - start
     return Run(outputs_of(machine, module, inputs), machine.trace, seconds, machine)
 
@@ -1046,6 +1038,7 @@ __all__ = [
     "TraceEntry",
     "command_addrs",
     "compute_slice",
+    "execute_in_order",
     "expected_entry",
     "outputs_of",
     "run_program",

@@ -65,16 +65,6 @@ def _ranges(accesses: tuple[Access | None, ...]) -> tuple[Range, ...]:
     return tuple(out)
 
 
-def _ops(module: Module) -> dict[int, Op]:
-    ops: dict[int, Op] = {}
-    for top in module.main.ops:
-        ops[top.id] = top
-        for region in top.regions:
-            for op in region.ops:
-                ops[op.id] = op
-    return ops
-
-
 def sim_command(c: Command, op: Op | None, hw: ChipConfig, tiles: int) -> SimCommand:
     """One Program command as a simulator command, timed by its law."""
     label = f"{c.function} %{c.op_id}" + (f" {list(c.iteration)}" if c.iteration else "")
@@ -113,7 +103,7 @@ def program_streams(
     program: Program, module: Module, hw: ChipConfig
 ) -> dict[int, list[SimCommand]]:
     """Every tile's commands as simulator commands."""
-    ops = _ops(module)
+    ops = module.op_by_id()
     tiles_of: dict[int, set[int]] = {}
     for tile, commands in program.tiles.items():
         for c in commands:
