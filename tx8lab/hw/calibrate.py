@@ -159,6 +159,52 @@ class Fitted:
     method: str
 
 
+#: Idle NCC joins: (quantity, index of the combined value in the cell, participants).
+_JOINS = (
+    ("idle NCC join, worker0", None, 1),
+    ("idle NCC join, 2 participants", 0, 2),
+    ("idle NCC join, 3 participants", 0, 3),
+)
+#: Single CT commands of FP16 Add: (quantity, elements).
+_CT_SINGLE = (
+    ("CT execution, 4 KiB FP16 Add on worker1", 2048),
+    ("SPM phase: CT execution for 256 B CT+RDMA", 128),
+)
+#: The TDMA counter study: (condition, commands, iterations each, inner bytes).
+_TDMA_STUDY = (
+    ("one GS, 1,024 iterations, inner=4 B", 1, 1024, 4),
+    ("one GS, 4,096 iterations, inner=4 B", 1, 4096, 4),
+    ("one GS, 16,384 iterations, inner=4 B", 1, 16384, 4),
+    ("16 GS x 4,096 iterations", 16, 4096, 4),
+    ("one GS, 256 KiB total, inner=1024 B", 1, 256, 1024),
+)
+_TDMA_ROWS = "TDMA execution counter increment (GatherScatter)"
+#: Later Direct-DTE sends: (condition, bytes).
+_DTE_SENDS = (("2 KiB", 2048), ("8 KiB", 8192))
+_DTE_ROWS = "Direct-DTE sender prepare->issue->send-wait"
+#: 8 KiB DMA then a join: (quantity, engine).
+_DMA_JOINS = (("8 KiB RDMA then matching join", "rdma"), ("8 KiB WDMA then", "wdma"))
+_SHORT_ROWS = ("engine execution delta for exactly D short commands", "NE x6")
+
+
+def _ne_kernels(
+    rows: Sequence[BoardRow],
+) -> list[tuple[BoardRow, float, list[tuple[int, int, int]]]]:
+    """The two kernels' NE activity: (row, NE ns per tile, (M, K, N) of each command).
+
+    The 4096^3 GEMM's tiles compute M256/K512/N512 (64 per tile: 2 x 4096^3 / 16 tiles
+    over 2 x 256 x 512 x 512); the attention's busiest tile 72 block pairs of QK
+    256x128x256 and PV 256x256x128.
+    """
+    gemm = find_row(rows, "NE efficiency, 4096^3 GEMM tiles")
+    attn = find_row(rows, "NE efficiency while active, 256x256x128 BF16 GEMM pairs")
+    per_tile = round(2 * 4096**3 / 16 / (2 * 256 * 512 * 512))
+    return [
+        (gemm, numbers(gemm.fields["condition"])[-1], [(256, 512, 512)] * per_tile),
+        (attn, _ne_pmu_ns(attn), [(256, 128, 256), (256, 256, 128)] * 72),
+    ]
+
+
 def _ne_pmu_ns(row: BoardRow) -> float:
     """The NE counter time a derived efficiency row quotes (``NE PMU 0.363456 ms``)."""
     got = re.search(r"NE PMU ([\d.]+) ms", row.fields["condition"])
@@ -193,45 +239,33 @@ def fit(rows: Sequence[BoardRow], hw: ChipConfig) -> list[Fitted]:
     )
 
     # join: a + b * participants on the idle combined joins
-    joins = [
-        (1, value_of(find_row(rows, "idle NCC join, worker0"))),
-        (2, value_of(find_row(rows, "idle NCC join, 2 participants"), index=0)),
-        (3, value_of(find_row(rows, "idle NCC join, 3 participants"), index=0)),
-    ]
-    a, b = _weighted_lstsq([[1.0, p] for p, _ in joins], [v for _, v in joins])
-    join_rows = tuple(
-        find_row(rows, q).ref
-        for q in (
-            "idle NCC join, worker0",
-            "idle NCC join, 2 participants",
-            "idle NCC join, 3 participants",
-        )
+    joined = [(find_row(rows, q), index, p) for q, index, p in _JOINS]
+    a, b = _weighted_lstsq(
+        [[1.0, p] for _, _, p in joined], [value_of(r, index=i) for r, i, _ in joined]
     )
+    join_rows = tuple(r.ref for r, _, _ in joined)
     method = "least squares of join_s + p x join_participant_s on the combined idle joins"
     out.append(Fitted("tile.join_s", a * 1e-6, "s", join_rows, method))
     out.append(Fitted("tile.join_participant_s", b * 1e-6, "s", join_rows, method))
 
     # CT: fixed cost beside the vendor vector rate, from two single-command sizes
-    add = find_row(rows, "CT execution, 4 KiB FP16 Add on worker1")
-    small = find_row(rows, "SPM phase: CT execution for 256 B CT+RDMA")
-    samples = [(2048, value_of(add)), (128, value_of(small))]
-    fixed = [
-        t - -(-n // tile.ct_lanes("f16")) * tile.ct_lanes("f16") / tile.ct_ops_per_s("f16") / NS
-        for n, t in samples
-    ]
+    singles = [(find_row(rows, q), n) for q, n in _CT_SINGLE]
+    # the law's time of the elements alone (its fixed term taken off)
+    work = {n: laws.ct(n, 1, "f16", hw).seconds - tile.ct_command_s for _, n in singles}
+    fixed = [value_of(r) - work[n] / NS for r, n in singles]
     out.append(
         Fitted(
             "tile.ct_command_s",
             statistics.fmean(fixed) * NS,
             "s",
-            (add.ref, small.ref),
+            tuple(r.ref for r, _ in singles),
             "mean of (time - padded elements / vendor 64 GOPS) over a 4 KiB and a 256 B FP16 "
             "command",
         )
     )
 
     # fixed costs of NE / RDMA / WDMA: the D-command engine deltas of short payloads
-    short = find_row(rows, "engine execution delta for exactly D short commands", "NE x6")
+    short = find_row(rows, *_SHORT_ROWS)
     ne_d, rd_d, wd_d, _td = numbers(short.fields["value"])[:4]
     d = tile.queue_depth
     for name, total in (("ne", ne_d), ("rdma", rd_d), ("wdma", wd_d)):
@@ -246,49 +280,38 @@ def fit(rows: Sequence[BoardRow], hw: ChipConfig) -> list[Fitted]:
         )
     ne_fixed = ne_d / d * NS
 
-    # NE fill per output block: two kernels' NE activity (derived rows)
-    gemm = find_row(rows, "NE efficiency, 4096^3 GEMM tiles")
-    attn = find_row(rows, "NE efficiency while active, 256x256x128 BF16 GEMM pairs")
+    # NE fill per output block: two kernels' NE activity (derived rows); the law's terms
+    # fixed + 2 M N K / rate, and 2 M N / rate per K-step of fill (all shapes are whole
+    # granules, so no padding)
+    kernels = _ne_kernels(rows)
     rate = tile.ne_ops_per_s("bf16")
-    # (commands, [(m, k, n) per command], NE ns) per row
-    gemm_ns = numbers(gemm.fields["condition"])[-1]  # avg NE 1,186,497.4375 ns
-    gemm_cmds = round(2 * 4096**3 / 16 / (2 * 256 * 512 * 512))
-    attn_ns = _ne_pmu_ns(attn)
-    cases = [
-        (gemm_ns, [(256, 512, 512)] * gemm_cmds),
-        (attn_ns, [(256, 128, 256), (256, 256, 128)] * 72),
-    ]
     coef, rest = [], []
-    for total, shapes in cases:
+    for _, total, shapes in kernels:
         base = sum(ne_fixed / NS + 2 * m * n * k / rate / NS for m, k, n in shapes)
         per_k = sum(2 * m * n / rate / NS for m, _k, n in shapes)
         coef.append([per_k])
         rest.append(total - base)
     (fill,) = _weighted_lstsq(coef, rest)
+    (gemm, gemm_ns, gemm_shapes), (attn, attn_ns, _) = kernels
     out.append(
         Fitted(
             "tile.ne_fill_k",
             fill,
             "K-steps",
             (gemm.ref, attn.ref),
-            f"least squares over the 4096^3 GEMM tiles ({gemm_cmds} x M256/K512/N512, avg NE "
-            f"{gemm_ns:,.0f} ns) and the attention pairs (72 x QK 256x128x256 + PV "
-            "256x256x128, NE 363,456 ns)",
+            f"least squares over the 4096^3 GEMM tiles ({len(gemm_shapes)} x M256/K512/N512, "
+            f"avg NE {gemm_ns:,.0f} ns) and the attention pairs (72 x QK 256x128x256 + PV "
+            f"256x256x128, NE {attn_ns:,.0f} ns)",
         )
     )
 
-    # DMA bandwidth of one tile: 8 KiB then a join, played through the simulator
-    join_fit = {f.field: f.value for f in out}
-    for engine, quantity in (("rdma", "8 KiB RDMA then matching join"), ("wdma", "8 KiB WDMA")):
+    # DMA bandwidth of one tile: 8 KiB then a join, less the issue, fixed and join laws
+    so_far = apply(hw, out)
+    overhead = laws.issue(so_far).seconds + laws.join(1, so_far).seconds
+    for quantity, engine in _DMA_JOINS:
         row = find_row(rows, quantity)
-        measured = value_of(row) * 1e-6
-        fixed_s = next(f.value for f in out if f.field == f"tile.{engine}_command_s")
-        rest_s = (
-            measured
-            - join_fit["tile.kcore_issue_s"]
-            - fixed_s
-            - (join_fit["tile.join_s"] + join_fit["tile.join_participant_s"])
-        )
+        fixed_s = getattr(so_far.tile, f"{engine}_command_s")
+        rest_s = value_of(row) * 1e-6 - overhead - fixed_s
         if rest_s <= 0:
             raise Tx8labError(f"calibrate: {row.ref} leaves no time for the 8 KiB transfer")
         out.append(
@@ -302,16 +325,9 @@ def fit(rows: Sequence[BoardRow], hw: ChipConfig) -> list[Fitted]:
         )
 
     # TDMA: fixed + per iteration + stream, least squares over the counter study
-    study = [
-        ("one GS, 1,024 iterations, inner=4 B", 1, 1024, 4),
-        ("one GS, 4,096 iterations, inner=4 B", 1, 4096, 4),
-        ("one GS, 16,384 iterations, inner=4 B", 1, 16384, 4),
-        ("16 GS x 4,096 iterations", 16, 4096, 4),
-        ("one GS, 256 KiB total, inner=1024 B", 1, 256, 1024),
-    ]
     a_rows, t_rows, refs = [], [], []
-    for condition, cmds, iters, inner in study:
-        row = find_row(rows, "TDMA execution counter increment (GatherScatter)", condition)
+    for condition, cmds, iters, inner in _TDMA_STUDY:
+        row = find_row(rows, _TDMA_ROWS, condition)
         a_rows.append([cmds, cmds * iters, cmds * iters * inner])
         t_rows.append(value_of(row))
         refs.append(row.ref)
@@ -324,15 +340,9 @@ def fit(rows: Sequence[BoardRow], hw: ChipConfig) -> list[Fitted]:
     )
 
     # DTE: later sends of 2 KiB and 8 KiB, beside the vendor NoC link rate
-    sends = [
-        (2048, value_of(find_row(rows, "Direct-DTE sender prepare->issue->send-wait", "2 KiB"))),
-        (8192, value_of(find_row(rows, "Direct-DTE sender prepare->issue->send-wait", "8 KiB"))),
-    ]
-    dte_refs = tuple(
-        find_row(rows, "Direct-DTE sender prepare->issue->send-wait", c).ref
-        for c in ("2 KiB", "8 KiB")
-    )
-    fixed_dte = statistics.fmean(v * 1e-6 - n / hw.noc_link_bytes_per_s for n, v in sends)
+    sends = [(find_row(rows, _DTE_ROWS, c), n) for c, n in _DTE_SENDS]
+    dte_refs = tuple(r.ref for r, _ in sends)
+    fixed_dte = statistics.fmean(value_of(r) * 1e-6 - n / hw.noc_link_bytes_per_s for r, n in sends)
     out.append(
         Fitted(
             "dte_send_s",
@@ -387,64 +397,41 @@ def residuals(rows: Sequence[BoardRow], hw: ChipConfig, fits: Sequence[Fitted]) 
     used = {ref for f in fits for ref in f.rows}
     out: list[Residual] = []
 
-    def row(
-        quantity: str,
-        condition: str,
-        engine: str,
-        measured: float,
-        modelled: float,
-        how: str,
-    ) -> None:
-        r = find_row(rows, quantity, condition)
+    def row(r: BoardRow, engine: str, measured: float, modelled: float, how: str) -> None:
         out.append(Residual(r.ref, r.text, engine, measured, modelled, how, r.ref in used))
 
-    def cyc(t: laws.Timed) -> int:
-        return t.cycles(hw)
+    def cmd(engine: str, t: laws.Timed) -> SimCommand:
+        return SimCommand(engine, t.cycles(hw))
 
-    def cmd(engine: str, t: laws.Timed, **kw: Any) -> SimCommand:
-        return SimCommand(engine, cyc(t), **kw)
-
+    issue = laws.issue(hw).seconds / NS
     issue_row = find_row(rows, "host issue-order rdcycle between consecutive TsmExecute")
-    row(
-        "host issue-order rdcycle",
-        "",
-        "kcore",
-        value_of(issue_row, "warm median"),
-        laws.issue(hw).seconds / NS,
-        "one issue",
-    )
+    row(issue_row, "kcore", value_of(issue_row, "warm median"), issue, "one issue")
     envelope = find_row(rows, "short-call envelope in Kcore trace")
     row(
-        "short-call envelope in Kcore trace",
-        "",
+        envelope,
         "kcore",
         value_of(envelope, "middle"),
-        laws.issue(hw).seconds / NS,
+        issue,
         "one issue; the envelope also holds an observer and queue waits (not claimed)",
     )
+    for q, n in _CT_SINGLE:
+        r = find_row(rows, q)
+        row(r, "ct", value_of(r), laws.ct(n, 1, "f16", hw).seconds / NS, "one CT")
     add = laws.ct(2048, 1, "f16", hw)
-    for q, c in (
-        ("CT execution, 4 KiB FP16 Add on worker1", ""),
-        ("SPM phase: CT execution for 256 B", ""),
-    ):
-        n = 2048 if "4 KiB" in q else 128
-        r = find_row(rows, q, c)
-        row(q, c, "ct", value_of(r), laws.ct(n, 1, "f16", hw).seconds / NS, "one CT")
     for q, c, count in (
-        ("engine execution delta for exactly D short commands", "CT x6", 6),
+        (_SHORT_ROWS[0], "CT x6", 6),
         ("CT tight D+1 (7 commands)", "", 7),
         ("CT execution, 3 workers each 4 KiB FP16 Add", "", 3),
     ):
         r = find_row(rows, q, c)
         row(
-            q,
-            c,
+            r,
             "ct",
             value_of(r, index=0),
             _played(hw, [cmd("ct", add)] * count, "ct"),
             f"{count} x 4 KiB FP16 Add played; CT busy",
         )
-    short = find_row(rows, "engine execution delta for exactly D short commands", "NE x6")
+    short = find_row(rows, *_SHORT_ROWS)
     values = numbers(short.fields["value"])[:4]
     shorts = {
         "ne": (laws.ne(8, 16, 8, "bf16", hw), values[0], hw.tile.queue_depth),
@@ -464,87 +451,53 @@ def residuals(rows: Sequence[BoardRow], hw: ChipConfig, fits: Sequence[Fitted]) 
                 engine != "tdma",  # the NE / RDMA / WDMA fixed costs come from this row
             )
         )
-    for q, engine in (("8 KiB RDMA then matching join", "rdma"), ("8 KiB WDMA then", "wdma")):
+    for q, engine in _DMA_JOINS:
         r = find_row(rows, q)
         row(
-            q,
-            "",
+            r,
             engine,
             value_of(r) * 1e3,
             _played(hw, [cmd(engine, laws.dma(engine, 8192, hw)), cmd("join", laws.join(1, hw))]),
             "8 KiB then a one-participant join, played",
         )
-    for q, index, p in (
-        ("idle NCC join, worker0", None, 1),
-        ("idle NCC join, 2 participants", 0, 2),
-        ("idle NCC join, 3 participants", 0, 3),
-    ):
+    for q, index, p in _JOINS:
         r = find_row(rows, q)
         row(
-            q,
-            "",
+            r,
             "kcore",
             value_of(r, index=index) * 1e3,
             laws.join(p, hw).seconds / NS,
             "one combined join",
         )
-    for condition, cmds, iters, inner in (
-        ("one GS, 1,024 iterations, inner=4 B", 1, 1024, 4),
-        ("one GS, 4,096 iterations, inner=4 B", 1, 4096, 4),
-        ("one GS, 16,384 iterations, inner=4 B", 1, 16384, 4),
-        ("16 GS x 4,096 iterations", 16, 4096, 4),
-        ("one GS, 256 KiB total, inner=1024 B", 1, 256, 1024),
-    ):
-        r = find_row(rows, "TDMA execution counter increment (GatherScatter)", condition)
+    for condition, cmds, iters, inner in _TDMA_STUDY:
+        r = find_row(rows, _TDMA_ROWS, condition)
         row(
-            "TDMA execution counter increment (GatherScatter)",
-            condition,
+            r,
             "tdma",
             value_of(r),
             _played(hw, [cmd("tdma", laws.tdma(iters, inner, hw))] * cmds, "tdma"),
             f"{cmds} GS played; TDMA busy",
         )
-    for size, condition in ((2048, "2 KiB"), (8192, "8 KiB")):
-        r = find_row(rows, "Direct-DTE sender prepare->issue->send-wait", condition)
-        row(
-            "Direct-DTE sender prepare->issue->send-wait",
-            condition,
-            "dte",
-            value_of(r) * 1e3,
-            laws.dte(size, hw).seconds / NS,
-            "one later send",
-        )
+    for condition, size in _DTE_SENDS:
+        r = find_row(rows, _DTE_ROWS, condition)
+        row(r, "dte", value_of(r) * 1e3, laws.dte(size, hw).seconds / NS, "one later send")
     first = find_row(rows, "Direct-DTE first sender per launch")
     row(
-        "Direct-DTE first sender per launch",
-        "",
+        first,
         "dte",
         value_of(first, "middle") * 1e3,
         laws.dte(2048, hw, first=True).seconds / NS,
         "one first send of 2 KiB (the row's range middle; preset value, not fitted)",
     )
-    gemm = find_row(rows, "NE efficiency, 4096^3 GEMM tiles")
-    row(
-        "NE efficiency, 4096^3 GEMM tiles",
-        "",
-        "ne",
-        numbers(gemm.fields["condition"])[-1],
-        _played(hw, [cmd("ne", laws.ne(256, 512, 512, "bf16", hw))] * 64, "ne"),
-        "64 x M256/K512/N512 played; NE busy",
-    )
-    attn = find_row(rows, "NE efficiency while active, 256x256x128")
-    pair = [
-        cmd("ne", laws.ne(256, 128, 256, "bf16", hw)),
-        cmd("ne", laws.ne(256, 256, 128, "bf16", hw)),
-    ]
-    row(
-        "NE efficiency while active, 256x256x128",
-        "",
-        "ne",
-        _ne_pmu_ns(attn),
-        _played(hw, pair * 72, "ne"),
-        "72 x (QK 256x128x256 + PV 256x256x128) played; NE busy",
-    )
+    for r, measured, shapes in _ne_kernels(rows):
+        kinds = " + ".join(sorted({f"{m}x{k}x{n}" for m, k, n in shapes}))
+        row(
+            r,
+            "ne",
+            measured,
+            _played(hw, [cmd("ne", laws.ne(m, k, n, "bf16", hw)) for m, k, n in shapes], "ne"),
+            f"{len(shapes)} NE commands ({kinds}) played; NE busy",
+        )
     return out
 
 
@@ -600,12 +553,6 @@ def table(fits: Sequence[Fitted], res: Sequence[Residual]) -> str:
     return "\n".join(lines)
 
 
-def fitted_hw(hw: ChipConfig) -> ChipConfig:
-    """``hw`` with the shipped calibration applied (what the ``tx81`` preset holds)."""
-    data = json.loads(calibration_path().read_text(encoding="utf-8"))
-    return hw.with_overrides({k: v["value"] for k, v in data["constants"].items()})
-
-
 __all__ = [
     "BoardRow",
     "Fitted",
@@ -616,7 +563,6 @@ __all__ = [
     "calibration_path",
     "find_row",
     "fit",
-    "fitted_hw",
     "numbers",
     "read_board",
     "residuals",
