@@ -172,6 +172,25 @@ class Command:
     gather: Access | None = None
     """A gather load (seed rdmaGather): the SPM indices whose values pick the rows."""
 
+    def fields(self) -> dict[str, Any]:
+        """The command as JSON-able text (trace events and hover texts show it).
+
+        C function, tile, op, each range it reads and writes as ``buffer@0xaddr[box]
+        (lifetime)``, the psum range with its flags, and a gather's indices.
+        """
+        out: dict[str, Any] = {
+            "function": self.function,
+            "tile": self.tile,
+            "op": f"%{self.op_id}",
+            "reads": [_access_text(a, lifetime=True) for a in self.reads],
+            "writes": [_access_text(a, lifetime=True) for a in self.writes],
+        }
+        if self.psum is not None:
+            out["psum"] = f"{_access_text(self.psum, lifetime=True)} {_psum_flags(self)}"
+        if self.gather is not None:
+            out["gather"] = _access_text(self.gather, lifetime=True)
+        return out
+
     @property
     def label(self) -> str:
         """``tile 3 group %30 ne:%1 [0, 1]`` for messages."""
@@ -290,20 +309,8 @@ class Program:
         """
         out: dict[int, dict[tuple[str, tuple[int, ...]], Any]] = {}
         for c in self.tiles.get(tile, ()):
-            if c.what == "barrier":
-                continue
-            fields: dict[str, Any] = {
-                "function": c.function,
-                "tile": c.tile,
-                "op": f"%{c.op_id}",
-                "reads": [_access_text(a, lifetime=True) for a in c.reads],
-                "writes": [_access_text(a, lifetime=True) for a in c.writes],
-            }
-            if c.psum is not None:
-                fields["psum"] = _psum_text(c)
-            if c.gather is not None:
-                fields["gather"] = _access_text(c.gather, lifetime=True)
-            out.setdefault(c.group, {})[(c.task, c.iteration)] = fields
+            if c.what != "barrier":
+                out.setdefault(c.group, {})[(c.task, c.iteration)] = c.fields()
         return out
 
     def frame(self, tile: int | None = None) -> Any:
@@ -342,9 +349,13 @@ def _box_text(box: Window) -> str:
     return "[" + ",".join(f"{a}:{b}" for a, b in box) + "]"
 
 
+def _psum_flags(c: Command) -> str:
+    """``init``, ``last``, ``init+last`` or ``add`` (neither: accumulate)."""
+    return "+".join(f for f, on in (("init", c.psum_init), ("last", c.psum_last)) if on) or "add"
+
+
 def _psum_text(c: Command) -> str:
-    flags = [f for f, on in (("init", c.psum_init), ("last", c.psum_last)) if on]
-    return f"0x{c.psum.addr:x} {'+'.join(flags) or 'add'}" if c.psum else ""
+    return f"0x{c.psum.addr:x} {_psum_flags(c)}" if c.psum else ""
 
 
 # ---------------------------------------------------------------------- the schedule

@@ -40,7 +40,7 @@ import plotly.graph_objects as go
 import traitlets
 
 from tx8lab.core.passes.base import Step
-from tx8lab.core.program import Access, Command, Program
+from tx8lab.core.program import Command, Program
 from tx8lab.core.schedule.spm_alloc import Allocation
 from tx8lab.core.schedule.sw_pipeline import step_bounds
 from tx8lab.core.schedule.tasks import ENGINES, Buffer, Slot, Timeline
@@ -104,20 +104,14 @@ def program_commands(
 
 def command_text(c: Command) -> str:
     """One command as hover text: the C call, then each SPM/DDR range it reads and writes."""
-
-    def access(a: Access) -> str:
-        where = f"0x{a.addr:x}" + (f" ({a.lifetime})" if a.lifetime else "")
-        box = "[" + ",".join(f"{lo}:{hi}" for lo, hi in a.window) + "]"
-        return f"{a.buffer}@{where}{box}"
-
-    lines = [f"{c.function} (tile {c.tile})"]
-    lines += [f"reads {access(a)}" for a in c.reads]
-    lines += [f"writes {access(a)}" for a in c.writes]
-    if c.gather is not None:
-        lines.append(f"rows picked by {access(c.gather)}")
-    if c.psum is not None:
-        flags = "+".join(f for f, on in (("init", c.psum_init), ("last", c.psum_last)) if on)
-        lines.append(f"psum {access(c.psum)} {flags or 'add'}")
+    f = c.fields()
+    lines = [f"{f['function']} (tile {f['tile']})"]
+    lines += [f"reads {a}" for a in f["reads"]]
+    lines += [f"writes {a}" for a in f["writes"]]
+    if "gather" in f:
+        lines.append(f"rows picked by {f['gather']}")
+    if "psum" in f:
+        lines.append(f"psum {f['psum']}")
     return "<br>".join(html.escape(line) for line in lines)
 
 
