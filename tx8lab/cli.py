@@ -50,10 +50,11 @@ Readings chosen:
 from __future__ import annotations
 
 import argparse
+import functools
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
@@ -232,6 +233,15 @@ def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
             f"{'yes' if step.changed else 'no':<8}{step.num_ops_after:>7}"
             f"{len(step.decisions):>11}\n"
         )
+    final = steps[-1].result.module if steps else module
+
+    @functools.cache
+    def program() -> Any:
+        """The Program of the final module, built once for the report and the trace."""
+        from tx8lab.core.program import build_program
+
+        return build_program(final, hw)
+
     emitted: list[Path] = []
     if args.emit_c:
         from tx8lab.core.passes.codegen import write_c
@@ -245,7 +255,6 @@ def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
             raise Tx8labError("--execute needs --emit-c DIR (where main.c is compiled and kept)")
         from tx8lab.core.execute import execute_module
 
-        final = steps[-1].result.module if steps else module
         execution = execute_module(
             final, hw, directory=args.emit_c, main_c=emitted[0].read_text(encoding="utf-8")
         )
@@ -262,12 +271,13 @@ def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
             hw_overrides=hw_overrides,
             until=args.until,
             emitted_files=emitted,
+            program=program,
         )
     if args.json:
         write_report(args.json, report)
         table.write(f"report written to {args.json}\n")
     if args.trace:
-        note = _write_trace(args.trace, steps, hw)
+        note = _write_trace(args.trace, steps, hw, program)
         table.write(f"trace written to {args.trace} (open it in ui.perfetto.dev){note}\n")
     if args.report:
         seconds = _write_html(args.report, module, steps, hw, report)
@@ -312,14 +322,13 @@ def _write_html(path: str, module: Any, steps: Sequence[Any], hw: Any, report: A
     return write_html_report(path, module, steps, hw, report)["total"]
 
 
-def _write_trace(path: str, steps: Sequence[Any], hw: Any) -> str:
+def _write_trace(path: str, steps: Sequence[Any], hw: Any, program: Callable[[], Any]) -> str:
     """The Perfetto trace of the model's groups, from the group-cost step.
 
     When the pipeline ran through opt-ddr (every load and store has its DDR address), each
     slot also carries the command main.c issues for it on tile 0; returns a note for the
     user saying whether it does and why not.
     """
-    from tx8lab.core.program import build_program
     from tx8lab.core.schedule.trace import model_trace, write_trace
 
     cost = next((s for s in steps if s.name == "group-cost"), None)
@@ -335,7 +344,7 @@ def _write_trace(path: str, steps: Sequence[Any], hw: Any) -> str:
         note = "; no commands in it: the pipeline stopped before opt-ddr placed DDR"
     else:
         try:
-            commands = build_program(steps[-1].result.module, hw).command_args(tile=0)
+            commands = program().command_args(tile=0)
             note = "; each slot shows its main.c command on tile 0"
         except Tx8labError as err:
             note = f"; no commands in it: {err}"

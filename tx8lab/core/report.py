@@ -31,15 +31,18 @@ import dataclasses
 import enum
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tx8lab.core.ir import Module
 from tx8lab.core.passes.base import Step
 from tx8lab.hw.config import ChipConfig
+
+if TYPE_CHECKING:
+    from tx8lab.core.program import Program
 
 #: Version of the report layout; bump when a key changes meaning.
 REPORT_VERSION = 1
@@ -174,10 +177,13 @@ def build_report(
     hw_overrides: Mapping[str, Any] | None = None,
     until: str | None = None,
     emitted_files: Iterable[str | Path] = (),
+    program: Callable[[], Program] | None = None,
 ) -> dict[str, Any]:
     """The report for a run of ``steps`` on ``module`` (the pipeline's input).
 
-    ``emitted_files`` are the files ``--emit-c`` wrote (listed under ``codegen.files``).
+    ``emitted_files`` are the files ``--emit-c`` wrote (listed under ``codegen.files``);
+    ``program`` gives the final module's Program when the caller already has one
+    (else it is built here for the ``simulated`` section).
     """
     steps = list(steps)
     final = steps[-1].after if steps else module
@@ -211,7 +217,7 @@ def build_report(
     if cost is not None:
         report.update(_cost_section(cost, final, report.get("groups", [])))
     if "opt-ddr" in by_name:
-        report["simulated"] = _simulated(final, hw)
+        report["simulated"] = _simulated(final, hw, program)
     codegen = by_name.get("codegen")
     if codegen is not None:
         report["codegen"] = to_jsonable(dict(codegen.stats)) | {
@@ -220,19 +226,19 @@ def build_report(
     return report
 
 
-def _simulated(module: Module, hw: ChipConfig) -> dict[str, Any]:
+def _simulated(
+    module: Module, hw: ChipConfig, program: Callable[[], Program] | None
+) -> dict[str, Any]:
     """The program played by the tile simulator, or why it could not be."""
     from tx8lab.core.program import build_program
     from tx8lab.core.simulate import simulate_program, simulated_report
     from tx8lab.errors import Tx8labError
 
     try:
-        program = build_program(module, hw)
+        built = program() if program is not None else build_program(module, hw)
     except Tx8labError as err:
         return {"error": str(err)}
-    out: dict[str, Any] = to_jsonable(
-        simulated_report(program, simulate_program(program, module, hw))
-    )
+    out: dict[str, Any] = to_jsonable(simulated_report(built, simulate_program(built, module, hw)))
     return out
 
 
