@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -81,9 +82,13 @@ def test_model_latency_sums_groups_and_barriers() -> None:
         estimate_model(groups, TX81, need_barrier=[True])
 
 
-def test_default_barrier_is_from_the_preset() -> None:
+def test_default_barrier_is_the_simulator_barrier_law() -> None:
+    # one NCC join over the chip's 16 tiles and two later DTE messages (laws.barrier)
     hw = TX81.replace(clock_hz=2e9)
-    assert default_barrier_cycles(hw) == round((0.14e-6 + 2 * 1.47e-6) * 2e9)
+    t = hw.tile
+    seconds = t.join_s + 16 * t.join_participant_s + 2 * hw.dte_send_s
+    assert default_barrier_cycles(hw) == math.ceil(seconds * 2e9 - 1e-9)
+    assert 5000 < default_barrier_cycles(hw) < 9000  # a few µs, not a cycle count of 0
 
 
 def test_report_fields() -> None:

@@ -18,6 +18,7 @@ from tx8lab.core.schedule.slicing import default_strategy, schedule_input
 from tx8lab.core.schedule.spm_alloc import allocate, find_conflicts
 from tx8lab.core.schedule.stages import STAGE_NAMES, StageRecord, StageSettings, run_group
 from tx8lab.core.schedule.sw_pipeline import sw_pipeline
+from tx8lab.core.simulate import simulate_schedule
 from tx8lab.errors import SpmOverflow, Tx8labError
 from tx8lab.hw import TX81
 
@@ -46,6 +47,7 @@ def test_the_stages_are_the_seed_flow_in_order() -> None:
         "buffer-merge",
         "spm-alloc",
         "estimate",
+        "simulate",
     )
 
 
@@ -140,9 +142,12 @@ def test_schedule_group_is_group_costs_choice(mode: str) -> None:
         if entry["template_hit"]:
             continue
         group = next(op for op in module.main.ops if op.id == entry["id"])
-        got = schedule_group(group, TX81, settings, mode=mode)
+        got = schedule_group(group, TX81, settings, mode=mode, timer=simulate_schedule)
         assert got.how == mode
         assert got.run.estimate.cycles == entry["cycles"]
+        # group-cost's cycles are the simulated body of the chosen packing
+        assert got.run.simulated is not None
+        assert entry["cycles"] == got.run.simulated.cycles != entry["plan_cycles"]
         assert got.run.allocation.peak == entry["spm_peak_bytes"]
         assert got.strategy == arts["runs"][entry["id"]].strategy
         # the result's allocator is the caller's; the stages before it are the search's

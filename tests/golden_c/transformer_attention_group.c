@@ -1,5 +1,5 @@
 /* group %71: MatMul, Mul, Softmax, MatMul
- * tiles (0, 0) + 4x4; 32686 cycles (group-cost); SPM 11264 B allocated; multi_buffer 2; retract true
+ * tiles (0, 0) + 4x4; 13121 cycles simulated, plan 32686 (group-cost); SPM 11264 B allocated; multi_buffer 2; retract true
  * loops: Repeat x4 STAGEOC2NH {Repeat x2 STAGEIC2IC}; 45 task instances in 29 steps
  * main() calls tsm_barrier() after it (opt-barrier need_barrier)
  */

@@ -100,7 +100,14 @@ _STORE = "tx8be.StoreVar"
 _NO_CODE = frozenset({"tx8be.Tuple", "tx8be.Constant", "tx8be.LoadConst"})
 _INDENT = "    "
 #: What the cache must see besides the body: the group attributes that shape the text.
-_GROUP_ATTRS = ("multi_buffer", "retract", "cycles", "spm_peak_bytes", "dev_region")
+_GROUP_ATTRS = (
+    "multi_buffer",
+    "retract",
+    "cycles",
+    "plan_cycles",
+    "spm_peak_bytes",
+    "dev_region",
+)
 #: Op attributes that name data, not structure (the cache renames or ignores them).
 _DATA_ATTRS = frozenset({"const_id", "value", "ddr_addr"})
 _ID = re.compile(r"(?:(?<=[%_])|(?<=\.op = ))(\d+)(?![0-9])")
@@ -492,11 +499,15 @@ def group_c(group: Op, hw: ChipConfig, code: GroupCode | None = None) -> GroupC:
     x, y, dx, dy = tuple(group.attrs.get("dev_region", (0, 0, 1, 1)))[:4]
     kinds = ", ".join(o.kind.split(".")[-1] for o in ops.values() if is_compute(o))
     cycles = int(group.attrs.get("cycles", 0))
+    plan = group.attrs.get("plan_cycles")
+    timed = f"{cycles} cycles" + (
+        f" simulated, plan {int(plan)} (group-cost)" if plan is not None else " (group-cost)"
+    )
     barrier = bool(group.attrs.get("need_barrier", False))
     loops = _loop_summary(si.nodes) or "no loop"
     head = [
         f"/* group %{group.id}: {kinds or 'no compute op'}",
-        f" * tiles ({x}, {y}) + {dx}x{dy}; {cycles} cycles (group-cost); SPM "
+        f" * tiles ({x}, {y}) + {dx}x{dy}; {timed}; SPM "
         f"{group.attrs.get('spm_alloc_size', 0)} B allocated; multi_buffer "
         f"{strategy.multi_buffer}; retract {str(bool(group.attrs.get('retract', True))).lower()}",
         f" * loops: {loops}; {len(timeline.slots)} task instances in {timeline.steps} steps",

@@ -462,7 +462,9 @@ def _digits(index: int, radix: Sequence[int]) -> list[int]:
 class _GroupBoxes:
     """Iteration boxes of a group's compute ops per (tile, loop indices)."""
 
-    def __init__(self, group: Op, strategy: Strategy, ops: Mapping[int, Op]) -> None:
+    def __init__(
+        self, group: Op, strategy: Strategy, ops: Mapping[int, Op], chip0: bool = False
+    ) -> None:
         self.strategy = strategy
         links = linked_dims(group)
         self.root = links.root
@@ -472,7 +474,7 @@ class _GroupBoxes:
             if op_id in ops
         }
         for op_id, st in strategy.ops.items():
-            if any(c > 1 for c in st.chips):
+            if any(c > 1 for c in st.chips) and not chip0:
                 raise Tx8labError(
                     f"program: group %{group.id} cuts %{op_id} across chips ({st.chips}); "
                     "the program of a multi-chip plan is not built yet, run with one chip"
@@ -523,8 +525,9 @@ class _GroupBoxes:
         st = self.strategy.ops[op_id]
         coords = self.tile_coords(op_id, local)
         out = []
+        per_tile = st.per_tile()
         for i, dim in enumerate(self.dims[op_id]):
-            piece = -(-dim.size // st.shard[i])
+            piece = -(-dim.size // per_tile[i])
             chunk = -(-piece // st.split[i])
             k = self.chunk_index(self.root[(op_id, i)], at) if st.split[i] > 1 else 0
             base = coords.get(i, 0) * piece
@@ -575,11 +578,15 @@ def group_code(group: Op, hw: ChipConfig) -> GroupCode:
 
 
 def group_program(
-    group: Op, hw: ChipConfig, code: GroupCode | None = None
+    group: Op, hw: ChipConfig, code: GroupCode | None = None, *, chip0: bool = False
 ) -> dict[int, list[Command]]:
     """The commands of one scheduled top-level group on each of its tiles.
 
-    ``code`` is the group's :func:`group_code` (built here when not given).
+    ``code`` is the group's :func:`group_code` (built here when not given). A strategy cut
+    across chips is refused (the program of a multi-chip plan is not built), unless
+    ``chip0``: then the commands are chip 0's, on its piece of every cut dim (the first
+    ``ceil(size / (chips * shard))`` per tile coordinate, as slicing sizes it), which is
+    what timing a multi-chip plan needs (every chip runs the same code on its piece).
     """
     code = code if code is not None else group_code(group, hw)
     strategy, si, timeline = code.strategy, code.schedule, code.timeline
@@ -589,7 +596,7 @@ def group_program(
     steps = {(s.task, s.iteration): s.step for s in timeline.slots}
     ops = {op.id: op for op in group.regions[0].ops if op.kind not in TERMINATORS}
     names = code.names
-    boxes = _GroupBoxes(group, strategy, ops)
+    boxes = _GroupBoxes(group, strategy, ops, chip0)
     loops = _loops_of(si.nodes)
     alias: dict[ValueKey, ValueKey] = {}
     readers: dict[ValueKey, list[tuple[Op, int]]] = {}

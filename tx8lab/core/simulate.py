@@ -18,6 +18,16 @@ Readings chosen where the sources are vague:
 - A partial-sum access reads and writes its accumulator, except at ``psum_init`` (write);
   a scratch (``imm``) access writes its region.
 - The DDR share of a DMA counts the tiles the group runs on (the tiles with commands of it).
+- **One group, one strategy** (:func:`simulate_schedule`, the group pipeline's timer): the
+  group's commands as the program would emit them for that strategy and SPM packing
+  (:func:`~tx8lab.core.program.group_program` on a :class:`~tx8lab.core.program.GroupCode`
+  built from the stages' outputs instead of the IR), played alone from time 0 without the
+  barrier that may follow it. The whole program (:func:`simulate_program`) may overlap a
+  group's head with the previous group's tail where no barrier separates them, so its
+  body can be below the sum of its groups. Before opt-ddr has placed the tensors (the
+  search runs before it), each body op without a ``ddr_addr`` gets a DDR region of its
+  own (:data:`PLACEHOLDER_DDR_STRIDE` apart): only a group that stores a tensor and loads
+  it back could see an ordering the placed program has and this one misses.
 """
 
 from __future__ import annotations
@@ -28,14 +38,28 @@ from typing import Any
 
 from tx8lab.core.attrs import LayoutMode
 from tx8lab.core.dtypes import bits_of
-from tx8lab.core.ir import Module, Op
+from tx8lab.core.ir import Block, Module, Op
 from tx8lab.core.ops import get_op_def
 from tx8lab.core.ops.registry import value_bytes
-from tx8lab.core.program import Access, Command, Program
+from tx8lab.core.program import (
+    Access,
+    Command,
+    GroupCode,
+    Program,
+    group_program,
+    value_names,
+)
+from tx8lab.core.schedule.estimate import SIM_ENGINES, SimEstimate
+from tx8lab.core.schedule.spm_alloc import Allocation
+from tx8lab.core.schedule.sw_pipeline import expand
+from tx8lab.core.schedule.tasks import ScheduleInput, Strategy, Timeline
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
 from tx8lab.hw.laws import dma
 from tx8lab.hw.sim import ENGINES, Range, SimCommand, SimResult, simulate
+
+#: Distance between the placeholder DDR regions of ops opt-ddr has not placed yet.
+PLACEHOLDER_DDR_STRIDE = 1 << 40
 
 #: Schedule engine of a command -> simulator engine.
 ENGINE_OF = {"ld": "rdma", "st": "wdma", "ne": "ne", "ct": "ct", "tdma": "tdma"}
@@ -162,12 +186,80 @@ def group_ms(program: Program, result: SimResult) -> Mapping[int, float]:
     return {g: result.ms(hi - lo) for g, (lo, hi) in spans.items()}
 
 
+def sim_estimate(result: SimResult) -> SimEstimate:
+    """A simulated run summed up for the schedule layer: the slowest tile's figures."""
+    slowest = result.slowest_tile
+    run = result.tiles[slowest]
+    return SimEstimate(
+        cycles=run.body,
+        slowest_tile=slowest,
+        tile_cycles={t: r.body for t, r in sorted(result.tiles.items())},
+        busy={e: run.busy.get(e, 0) for e in SIM_ENGINES},
+        stalls={e: dict(rs) for e, rs in run.stalls.items()},
+        commands=len(run.timings),
+        result=result,
+    )
+
+
+def _placeholder_ddr(group: Op) -> Op:
+    """The group with a DDR region of its own for each body op opt-ddr did not place."""
+    body = group.regions[0]
+    if all("ddr_addr" in op.attrs for op in body.ops):
+        return group
+    ops = tuple(
+        op
+        if "ddr_addr" in op.attrs
+        else op.with_attrs(ddr_addr=(op.id + 1) * PLACEHOLDER_DDR_STRIDE)
+        for op in body.ops
+    )
+    return group.replace(regions=(Block(body.args, ops),))
+
+
+def simulate_schedule(
+    group: Op,
+    strategy: Strategy,
+    schedule: ScheduleInput,
+    timeline: Timeline,
+    allocation: Allocation,
+    hw: ChipConfig,
+) -> SimEstimate:
+    """One group's commands for ``strategy`` and ``allocation``, played by the simulator.
+
+    The group pipeline's timer (``stages.GroupTimer``; module docstring): what the
+    search, group-cost and the group tuner rank and report.
+    """
+    group = _placeholder_ddr(group)
+    offsets = {lt.id: (int(allocation.offsets[lt.id]), int(lt.size)) for lt in allocation.lifetimes}
+    code = GroupCode(
+        group,
+        strategy,
+        schedule,
+        timeline,
+        tuple(expand(schedule, strategy.multi_buffer)),
+        offsets,
+        value_names(group, schedule),
+    )
+    commands = group_program(group, hw, code, chip0=True)
+    busy = {tile: cmds for tile, cmds in commands.items() if cmds}
+    if not busy:
+        raise Tx8labError(f"simulate: group %{group.id} has no commands on any tile")
+    ops = {op.id: op for op in group.regions[0].ops}
+    streams = {
+        tile: [sim_command(c, ops.get(c.op_id), hw, len(busy)) for c in cmds]
+        for tile, cmds in busy.items()
+    }
+    return sim_estimate(simulate(streams, hw))
+
+
 __all__ = [
     "ENGINE_OF",
+    "PLACEHOLDER_DDR_STRIDE",
     "byte_range",
     "group_ms",
     "program_streams",
     "sim_command",
+    "sim_estimate",
     "simulate_program",
+    "simulate_schedule",
     "simulated_report",
 ]

@@ -27,7 +27,8 @@ Readings chosen:
   DS_UpdateSliceIR / SPMAlloc do, so later passes (codegen) read it from the module alone:
   each body compute op gets ``tile_shard`` and ``tile_split`` (per iteration dim, the op
   library's ``iter_dims`` order; ``chip_cut`` when cut across chips); each group gets
-  ``cycles`` and ``spm_peak_bytes`` (for graph overlays), the seed's ``spm_alloc_size``
+  ``cycles`` (simulated when simulated), ``plan_cycles`` and ``spm_peak_bytes`` (for graph
+  overlays), the seed's ``spm_alloc_size``
   (the same peak), ``multi_buffer`` and ``retract`` (the knobs the pipeline used) and
   ``spm_offsets``: one ``[lifetime id, offset, bytes]`` per SPM lifetime of the
   allocation (a template hit's are the template's with the op ids mapped by body
@@ -59,6 +60,16 @@ Readings chosen:
   (replicated) wins; the Decision lists them. Report entries gain ``chips`` (op id ->
   chips per iteration dim), ``chip_plan`` and ``c2c_cycles``; the model total adds the
   chip-to-chip cycles.
+- **Simulated cost** (issue 19): ``simulate_top`` > 0 (the default) hands the search the
+  program layer's timer (:func:`~tx8lab.core.simulate.simulate_schedule`): the plan ranks
+  the candidates, the tile simulator plays the plan's best ``simulate_top`` and the
+  default strategy, and the best simulated one is chosen; the chosen strategy with its
+  final packing is simulated again. A group's ``cycles`` (IR attribute, report, model
+  total) are then its simulated kernel body; ``plan_cycles`` keeps the plan's, and the
+  report entry carries ``latency_ms``, ``tile_ms``, ``busy_ms`` (``ne ct rdma wdma tdma
+  dte kcore``), ``stall_ms`` and ``costliest_stall``. ``simulate_top=0`` is the seed's
+  plan-only group-cost. A template hit takes its template's simulated figures (the same
+  commands on other buffers).
 - **Progress**: while searching, each finished group is reported through the
   :class:`~tx8lab.core.passes.base.PassContext` (groups done, template hits); the
   runner's ``Progress`` instrument draws the bar. It never changes results.
@@ -80,9 +91,16 @@ from tx8lab.core.passes.base import Decision, Pass, PassContext, PassResult, kno
 from tx8lab.core.schedule.chip_cuts import ChipCut
 from tx8lab.core.schedule.estimate import GroupEstimate
 from tx8lab.core.schedule.search import MODES, ScheduledGroup, SearchResult, schedule_group
-from tx8lab.core.schedule.stages import GroupRun, StageRecord, StageSettings, run_group
+from tx8lab.core.schedule.stages import (
+    GroupRun,
+    GroupTimer,
+    StageRecord,
+    StageSettings,
+    run_group,
+)
 from tx8lab.core.schedule.tasks import Strategy
 from tx8lab.core.schedule.template_cache import TemplateCache
+from tx8lab.core.simulate import simulate_schedule
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
 
@@ -120,6 +138,10 @@ class GroupCost(Pass):
     """Seed ``chip_parallel`` dp dims; ``dp * tp`` must not exceed the preset's ``num_chips``."""
     tp: int = knob(1, "chips in tensor parallel: last dim cut, all-gathered after the group", min=1)
     """Seed ``chip_parallel`` tp dims (:func:`~tx8lab.core.schedule.chip_cuts.chip_cut`)."""
+    simulate_top: int = knob(
+        3, "candidates the tile simulator plays (the plan's best; 0 = the plan decides)", min=0
+    )
+    """The module docstring's "Simulated cost"."""
 
     def run(self, module: Module, hw: ChipConfig) -> PassResult:
         return self.run_with(module, hw, PassContext())
@@ -141,7 +163,7 @@ class GroupCost(Pass):
         strategies: dict[int, Strategy] = {}
         functions = []
         cache = TemplateCache()
-        runs = _Runs(hw, self.settings())
+        runs = _Runs(hw, self.settings(), self.timer())
         searches: dict[int, SearchResult] = {}
         groups = [op for func in module.functions for op in func.ops if op.kind == "tx8be.Group"]
         done_groups = 0
@@ -178,6 +200,9 @@ class GroupCost(Pass):
         stats: dict[str, int | float | str] = {
             "groups_scheduled": len(entries),
             "total_cycles": model.total_cycles,
+            "plan_total_cycles": sum(e.plan_cycles for e in estimates)
+            + model.barriers * model.barrier_cycles
+            + sum(model.c2c_cycles),
             "latency_s": model.latency_s,
             "barriers": sum(barriers),
             "spm_peak_bytes": max((e["spm_peak_bytes"] for e in entries), default=0),
@@ -191,6 +216,8 @@ class GroupCost(Pass):
         if self.search != "default":
             stats["candidates_evaluated"] = sum(e["candidates_evaluated"] for e in entries)
             stats["search_time_s"] = round(sum(r.time_s for r in searches.values()), 4)
+            if self.simulate_top:
+                stats["plan_choice_overruled"] = sum(not r.plan_agrees for r in searches.values())
         for entry in entries:
             key = f"limited_by_{entry['limiting_engine']}"
             stats[key] = int(stats.get(key, 0)) + 1
@@ -259,7 +286,7 @@ class GroupCost(Pass):
             **_strategy_fields(strategy),
             "loops": dict(loops),
             "tiles": inp.tiles,
-            **report_fields(estimate),
+            **report_fields(estimate, hw),
             "spm_peak_bytes": int(allocation.peak),
             "spm_lower_bound_bytes": int(allocation.lower_bound),
             "buffers": len(run.lifetimes),
@@ -271,9 +298,17 @@ class GroupCost(Pass):
             entry["c2c_cycles"] = c2c
             entry["chip_plan"] = cut.plan if cut is not None else "replicated"
         looping = {stage: n for stage, n in loops.items() if n > 1}
+        sim = estimate.sim
+        timed = (
+            f"{entry['cycles']} cycles simulated (plan {entry['plan_cycles']})"
+            if sim is not None
+            else f"{entry['cycles']} cycles (plan only)"
+        )
+        stall = sim.costliest_stall if sim is not None else None
         reason = (
-            f"{entry['cycles']} cycles on {inp.tiles} tiles, limited by "
-            f"{entry['limiting_engine']}; loops "
+            f"{timed} on {inp.tiles} tiles, limited by {entry['limiting_engine']}"
+            + (f", costliest stall {stall[0]} {stall[1]} {stall[2]} cycles" if stall else "")
+            + "; loops "
             + (", ".join(f"{s} x{n}" for s, n in looping.items()) or "none")
             + f"; SPM peak {entry['spm_peak_bytes']} B ({self.alloc} allocator, lower bound "
             f"{entry['spm_lower_bound_bytes']} B)"
@@ -292,6 +327,15 @@ class GroupCost(Pass):
             reason += (
                 f"; {self.search}: best of {got.evaluated} evaluated of {got.space_size} candidates"
             )
+            found = got.search
+            if found is not None and found.simulated:
+                preferred = found.plan_best
+                reason += f" ({found.simulated} simulated: " + (
+                    "the plan's best is the simulator's)"
+                    if found.plan_agrees or preferred is None
+                    else f"the plan preferred #{preferred.index}, {preferred.cycles} cycles "
+                    "simulated)"
+                )
         offsets = tuple(
             (lt.id, int(allocation.offsets[lt.id]), int(lt.size)) for lt in allocation.lifetimes
         )
@@ -339,7 +383,13 @@ class GroupCost(Pass):
             mode=self.search,
             budget_s=self.search_budget_s,
             chips=cut,
+            timer=self.timer(),
+            simulate_top=max(self.simulate_top, 1),
         )
+
+    def timer(self) -> GroupTimer | None:
+        """The simulate stage's timer: the program layer's, unless ``simulate_top`` is 0."""
+        return simulate_schedule if self.simulate_top else None
 
     def _reuse(
         self, group: Op, strategy: Strategy, template: _Template, runs: _Runs
@@ -424,6 +474,7 @@ def _annotated(
     region = Block(body.args, tuple(ops))
     return group.replace(regions=(region,)).with_attrs(
         cycles=entry["cycles"],
+        plan_cycles=entry["plan_cycles"],
         spm_peak_bytes=entry["spm_peak_bytes"],
         spm_alloc_size=entry["spm_peak_bytes"],
         spm_offsets=offsets,
@@ -464,13 +515,17 @@ class _Runs(Mapping[int, GroupRun]):
 
     A scheduled group's run is stored as computed. A template hit's is made when first
     read: its own strategy through the stages up to buffer-merge, then the template's
-    packing under the hit's lifetime ids as its spm-alloc record, so a run over 32
-    identical layers schedules each structure once unless a view asks for a hit's stages.
+    packing under the hit's lifetime ids as its spm-alloc record, and its own simulation
+    (when group-cost simulates), so a run over 32 identical layers schedules each
+    structure once unless a view asks for a hit's stages.
     """
 
-    def __init__(self, hw: ChipConfig, settings: StageSettings) -> None:
+    def __init__(
+        self, hw: ChipConfig, settings: StageSettings, timer: GroupTimer | None = None
+    ) -> None:
         self._hw = hw
         self._settings = settings
+        self._timer = timer
         self._order: list[int] = []
         self._done: dict[int, GroupRun] = {}
         self._todo: dict[int, tuple[Op, Strategy, _Template, dict[str, int]]] = {}
@@ -510,7 +565,14 @@ class _Runs(Mapping[int, GroupRun]):
             0.0,
             (f"the packing of %{template.group_id} (template) under this group's lifetime ids",),
         )
-        run = run_group(group, strategy, self._hw, self._settings, reuse=(*head.records, packed))
+        run = run_group(
+            group,
+            strategy,
+            self._hw,
+            self._settings,
+            reuse=(*head.records, packed),
+            timer=self._timer,
+        )
         self._done[group_id] = run
         return run
 

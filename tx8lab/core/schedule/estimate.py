@@ -20,22 +20,103 @@ Readings chosen where the spec is vague:
 - **Tiles.** :func:`estimate_group` takes one :class:`Timeline` (every tile runs the same
   pipeline on its shard, the usual case) or a mapping tile -> timeline; the group's
   figures are those of its slowest tile (the lowest tile id among equals).
-- **Barrier cost.** The hw presets have no barrier field, so it is a parameter of
-  :func:`estimate_model`; its default :func:`default_barrier_cycles` is an assumption:
-  one NCC join (``tile.ncc_join_s``) plus two tile-to-tile messages
-  (``dte_message_s``: every tile signals arrival, then is released), about 3.1 µs on the
-  TX81 preset. The first-message latency (``dte_first_message_s``) is not charged per
-  barrier.
+- **Barrier cost.** A parameter of :func:`estimate_model`; its default
+  :func:`default_barrier_cycles` is the simulator's barrier law (``hw.laws.barrier`` over
+  the chip's tiles: one NCC join plus two tile-to-tile messages, every tile signals
+  arrival, then is released), so the summed model and the simulated program charge one
+  barrier alike.
+
+The plan and the simulated execution (issue 19: one tile model for every figure):
+
+- The timeline above is the compiler's *plan* (TS_SwPipeline's lock-step frames, each
+  task costed with the compiler's ``command_issue_s`` prior). What a group costs is its
+  command stream played out by the tile simulator (``tx8lab.hw.sim``, engine laws fitted
+  on board rows): a :class:`SimEstimate`, which ``tx8lab.core.simulate`` builds and the
+  search attaches to the candidates it simulates. :attr:`GroupEstimate.cycles` is the
+  simulated body when there is one, the plan's makespan otherwise
+  (:attr:`GroupEstimate.plan_cycles` keeps the plan).
+- **Limiting engine (simulated).** The engine (``kcore``, the issuing core, included) with
+  the most busy cycles on the slowest tile; ties in :data:`SIM_ENGINES` order.
+- **Costliest stall.** The limiting engine's idle time is what keeps the body above its
+  busy time; the stall reason (``issue``, ``dependency``; for ``kcore``: ``queue full``,
+  ``join``, ``barrier``) with the most cycles of that engine is the stall that cost most.
+  When the limiting engine never stalled, the largest stall of any engine is named.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tx8lab.core.schedule.tasks import ENGINES, Engine, ScheduleInput, Timeline
 from tx8lab.errors import Tx8labError
+from tx8lab.hw import laws
 from tx8lab.hw.config import ChipConfig
+from tx8lab.hw.sim import ENGINES as HW_ENGINES
+from tx8lab.hw.sim import SimResult
+
+#: Simulator engines in report order, the issuing kernel core last.
+SIM_ENGINES: tuple[str, ...] = (*HW_ENGINES, "kcore")
+#: Plan engine -> the simulator engine that runs its tasks.
+SIM_ENGINE_OF: Mapping[str, str] = {
+    "ld": "rdma",
+    "ne": "ne",
+    "ct": "ct",
+    "st": "wdma",
+    "tdma": "tdma",
+}
+
+
+@dataclass(frozen=True)
+class SimEstimate:
+    """A group's command stream played out by the tile simulator (module docstring)."""
+
+    cycles: int
+    """Kernel body of the slowest tile (from its first issue to its last end)."""
+    slowest_tile: int
+    tile_cycles: Mapping[int, int]
+    """Tile id -> its body."""
+    busy: Mapping[str, int]
+    """Busy cycles per engine on the slowest tile (every key of :data:`SIM_ENGINES`)."""
+    stalls: Mapping[str, Mapping[str, int]]
+    """Engine -> stall reason -> cycles on the slowest tile."""
+    commands: int
+    """Commands the slowest tile issues."""
+    result: SimResult | None = field(default=None, repr=False, compare=False)
+    """The simulator's run (per command timings, for the trace and the timeline)."""
+
+    @property
+    def limiting_engine(self) -> str:
+        """The busiest engine of the slowest tile (module docstring)."""
+        return max(SIM_ENGINES, key=lambda e: (self.busy.get(e, 0), -SIM_ENGINES.index(e)))
+
+    @property
+    def costliest_stall(self) -> tuple[str, str, int] | None:
+        """``(engine, reason, cycles)`` of the stall that cost most (module docstring)."""
+
+        def top(engines: Sequence[str]) -> tuple[str, str, int] | None:
+            found = [
+                (cycles, -SIM_ENGINES.index(e), e, reason)
+                for e in engines
+                for reason, cycles in self.stalls.get(e, {}).items()
+                if cycles > 0
+            ]
+            if not found:
+                return None
+            cycles, _, e, reason = max(found)
+            return e, reason, cycles
+
+        return top([self.limiting_engine]) or top(SIM_ENGINES)
+
+    def busy_ms(self, clock_hz: float) -> dict[str, float]:
+        """Busy time per engine, ms."""
+        return {e: self.busy.get(e, 0) / clock_hz * 1e3 for e in SIM_ENGINES}
+
+    def stall_ms(self, clock_hz: float) -> dict[str, dict[str, float]]:
+        """Stall time per engine and reason, ms (reasons with cycles only)."""
+        return {
+            e: {r: c / clock_hz * 1e3 for r, c in rs.items() if c} for e, rs in self.stalls.items()
+        }
 
 
 @dataclass(frozen=True)
@@ -68,25 +149,34 @@ class GroupEstimate:
     slowest_tile: int
     timeline: Timeline
     """The slowest tile's timeline (its steps are explained)."""
+    sim: SimEstimate | None = None
+    """The group's command stream played by the tile simulator (None: plan only)."""
 
     @property
     def slowest(self) -> TileEstimate:
-        """The estimate of the slowest tile."""
+        """The plan's estimate of the slowest tile."""
         return self.tiles[self.slowest_tile]
 
     @property
     def cycles(self) -> int:
-        """Chip cycles of the group: the slowest tile's makespan."""
+        """Chip cycles of the group: the simulated body, else the plan's makespan."""
+        return self.sim.cycles if self.sim is not None else self.slowest.cycles
+
+    @property
+    def plan_cycles(self) -> int:
+        """The plan's cycles: the slowest tile's lock-step makespan."""
         return self.slowest.cycles
 
     @property
     def engine_busy_cycles(self) -> Mapping[Engine, int]:
-        """Busy cycles per engine on the slowest tile."""
+        """The plan's busy cycles per engine on the slowest tile."""
         return self.slowest.engine_busy_cycles
 
     @property
-    def limiting_engine(self) -> Engine | None:
-        """The slowest tile's limiting engine."""
+    def limiting_engine(self) -> str | None:
+        """The simulated limiting engine, else the plan's (module docstring)."""
+        if self.sim is not None:
+            return self.sim.limiting_engine
         return self.slowest.limiting_engine
 
 
@@ -195,14 +285,15 @@ def estimate_group(timelines: Timeline | Mapping[int, Timeline]) -> GroupEstimat
 
 
 def default_barrier_cycles(hw: ChipConfig) -> int:
-    """Assumed cost of one chip-wide barrier: an NCC join and two tile-to-tile messages.
+    """One chip-wide barrier over a chip's tiles, by the simulator's law (``laws.barrier``).
 
     Examples:
         >>> from tx8lab.hw.presets import TX81
-        >>> default_barrier_cycles(TX81)
-        3080
+        >>> from tx8lab.hw import laws
+        >>> default_barrier_cycles(TX81) == laws.barrier(16, TX81).cycles(TX81)
+        True
     """
-    return round((hw.tile.ncc_join_s + 2 * hw.dte_message_s) * hw.clock_hz)
+    return laws.barrier(hw.tiles_per_chip, hw).cycles(hw)
 
 
 def estimate_model(
@@ -240,15 +331,36 @@ def estimate_model(
     return ModelEstimate(tuple(groups), flags, cost, hw.clock_hz, tuple(c2c_cycles))
 
 
-def report_fields(group: GroupEstimate) -> dict[str, object]:
-    """The JSON report's per-group fields: cycles, engine_busy_cycles, limiting_engine."""
-    return {
+def report_fields(group: GroupEstimate, hw: ChipConfig | None = None) -> dict[str, object]:
+    """The JSON report's per-group fields.
+
+    ``cycles`` (simulated when simulated), ``plan_cycles``, the plan's
+    ``engine_busy_cycles``, ``limiting_engine`` (the simulated one when simulated) and
+    ``plan_limiting_engine``, ``steps``, ``retracted``; with a simulation and ``hw``, also
+    ``latency_ms`` (the slowest tile's body), ``tile_ms``, ``busy_ms`` (keys
+    :data:`SIM_ENGINES`), ``stall_ms`` and ``costliest_stall``.
+    """
+    out: dict[str, object] = {
         "cycles": group.cycles,
+        "plan_cycles": group.plan_cycles,
         "engine_busy_cycles": dict(group.engine_busy_cycles),
         "limiting_engine": group.limiting_engine,
+        "plan_limiting_engine": group.slowest.limiting_engine,
         "steps": group.slowest.steps,
         "retracted": group.slowest.retracted,
     }
+    sim = group.sim
+    if sim is not None and hw is not None:
+        ms = 1e3 / hw.clock_hz
+        out["latency_ms"] = sim.cycles * ms
+        out["tile_ms"] = {str(t): c * ms for t, c in sorted(sim.tile_cycles.items())}
+        out["busy_ms"] = sim.busy_ms(hw.clock_hz)
+        out["stall_ms"] = sim.stall_ms(hw.clock_hz)
+        stall = sim.costliest_stall
+        out["costliest_stall"] = (
+            {"engine": stall[0], "reason": stall[1], "ms": stall[2] * ms} if stall else None
+        )
+    return out
 
 
 def _runs(items: Sequence[str]) -> str:
@@ -293,7 +405,7 @@ def explain(
         f"group {group.group_id}: {t.cycles} cycles"
         + (f" = {t.cycles / hw.clock_hz * 1e6:.3f} µs" if hw is not None else "")
         + f" on tile {group.slowest_tile} (slowest of {len(group.tiles)}), {t.steps} steps, "
-        f"{t.retracted} task instances retracted"
+        f"{t.retracted} task instances retracted" + (" (the plan)" if group.sim is not None else "")
     ]
     if inp is not None:
         lines.append(f"  runs on {inp.tiles} tiles")
@@ -311,6 +423,8 @@ def explain(
             f"{t.limiting_cycles[t.limiting_engine]} of {t.cycles} cycles)"
         )
         lines.append(f"steps limited by: {_runs(t.step_limiting)}")
+    if group.sim is not None:
+        lines.extend(explain_sim(group, hw))
     runs: dict[str, int] = {}
     for s in group.timeline.slots:
         runs[s.task] = runs.get(s.task, 0) + 1
@@ -325,14 +439,80 @@ def explain(
     return "\n".join(lines)
 
 
+def explain_sim(group: GroupEstimate, hw: ChipConfig | None = None) -> list[str]:
+    """The simulated execution beside the plan, per engine: busy and stalls, the verdict.
+
+    Examples:
+        >>> from tx8lab.core.schedule.sw_pipeline import sw_pipeline
+        >>> from tx8lab.core.schedule.tasks import Buffer, ScheduleInput, Task
+        >>> inp = ScheduleInput(0, (Task("ld:x", 0, "ld", 10, writes=("x",)),),
+        ...                     {"x": Buffer("x", 0, 64)})
+        >>> sim = SimEstimate(30, 0, {0: 30}, {"rdma": 12, "kcore": 18},
+        ...                   {"rdma": {"issue": 18}}, 1)
+        >>> from dataclasses import replace
+        >>> est = replace(estimate_group(sw_pipeline(inp)), sim=sim)
+        >>> for line in explain_sim(est): print(line)
+        simulated: 30 cycles on tile 0 (plan 10 cycles, +200.0%), 1 commands
+          engine   plan busy   sim busy  stalls
+          ne               0          0
+          ct               0          0
+          rdma            10         12  issue 18
+          wdma             0          0
+          tdma             0          0
+          dte              -          0
+          kcore            -         18
+        limiting engine (simulated): kcore (18 of 30 cycles busy)
+        costliest stall: rdma waiting for issue, 18 cycles
+    """
+    sim = group.sim
+    if sim is None:
+        return []
+    plan = group.plan_cycles
+    change = f", {(sim.cycles - plan) / plan:+.1%}" if plan else ""
+    head = f"simulated: {sim.cycles} cycles"
+    if hw is not None:
+        head += f" = {sim.cycles / hw.clock_hz * 1e6:.3f} µs"
+    lines = [
+        head + f" on tile {sim.slowest_tile} (plan {plan} cycles{change}), {sim.commands} commands",
+        f"  {'engine':<6} {'plan busy':>11} {'sim busy':>10}  stalls",
+    ]
+    planned: dict[str, int] = {}
+    for plan_engine, busy in group.engine_busy_cycles.items():
+        planned[SIM_ENGINE_OF[plan_engine]] = planned.get(SIM_ENGINE_OF[plan_engine], 0) + busy
+    for e in SIM_ENGINES:
+        stalls = ", ".join(
+            f"{reason} {cycles}" for reason, cycles in sim.stalls.get(e, {}).items() if cycles
+        )
+        shown = str(planned[e]) if e in planned else "-"
+        lines.append(f"  {e:<6} {shown:>11} {sim.busy.get(e, 0):>10}  {stalls}".rstrip())
+    top = sim.limiting_engine
+    lines.append(
+        f"limiting engine (simulated): {top} ({sim.busy.get(top, 0)} of {sim.cycles} cycles busy)"
+    )
+    stall = sim.costliest_stall
+    if stall is not None:
+        what = {"issue": "waiting for issue", "dependency": "waiting on a dependency"}
+        lines.append(
+            f"costliest stall: {stall[0]} {what.get(stall[1], 'stopped by ' + stall[1])}, "
+            f"{stall[2]} cycles"
+        )
+    else:
+        lines.append("costliest stall: none (no engine waited)")
+    return lines
+
+
 __all__ = [
+    "SIM_ENGINES",
+    "SIM_ENGINE_OF",
     "GroupEstimate",
     "ModelEstimate",
+    "SimEstimate",
     "TileEstimate",
     "default_barrier_cycles",
     "estimate_group",
     "estimate_model",
     "estimate_tile",
     "explain",
+    "explain_sim",
     "report_fields",
 ]

@@ -82,6 +82,20 @@ Readings chosen where the seed is vague:
   The sharding levels stay those of the whole tensors (not recomputed per chip piece).
 - **Memory.** Every OK candidate keeps its run (timeline, lifetimes, packing), so the
   factor-space view shows any candidate without scheduling it again.
+- **Simulated ranking** (issue 19: one tile model for every figure). The walk, its
+  pruning and its split patience rank candidates by the plan (the lock-step timeline's
+  cycles), which costs no command stream. With a ``timer`` (the program layer's
+  ``tx8lab.core.simulate.simulate_schedule``), the ``simulate_top`` OK candidates the
+  plan ranks best (``search``; every OK candidate in ``exhaustive``), and the default
+  strategy, are then packed with the result's allocator (``final`` settings) and played
+  by the tile simulator; the best *simulated* one is the result, its run the one
+  group-cost keeps. Their ``cycles`` are simulated and ``plan_cycles`` keeps the plan's.
+  So the result never simulates slower than the default strategy, and ``exhaustive``
+  never slower than ``search``, on the packing the program uses. ``plan_best`` is the
+  plan's choice, so a view (and ``make bench``) can show how often the two rankings
+  disagree. Without a timer the plan decides, as the seed's GroupCost does; a candidate
+  the program layer cannot build commands for, or the final allocator cannot pack, is
+  left unsimulated (and the plan decides when none could be simulated).
 """
 
 from __future__ import annotations
@@ -119,7 +133,13 @@ from tx8lab.core.schedule.slicing import (
     schedule_live_bytes,
     unsplit_strategy,
 )
-from tx8lab.core.schedule.stages import GroupRun, StageRecord, StageSettings, run_group
+from tx8lab.core.schedule.stages import (
+    GroupRun,
+    GroupTimer,
+    StageRecord,
+    StageSettings,
+    run_group,
+)
 from tx8lab.core.schedule.tasks import OpStrategy, ScheduleInput, Strategy
 from tx8lab.errors import SpmOverflow, Tx8labError
 from tx8lab.hw.config import ChipConfig
@@ -142,6 +162,9 @@ NO_FIT_FACTOR = 10
 #: ``exhaustive`` refuses spaces larger than this by default.
 DEFAULT_MAX_SPACE = 2000
 
+#: OK candidates the plan ranks best that the tile simulator then plays (with a timer).
+SIMULATE_TOP = 3
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -160,10 +183,15 @@ class Candidate:
     status: Status
     reason: str = ""
     cycles: int | None = None
+    """The simulated cycles when ``simulated``, else the plan's."""
     spm_peak_bytes: int | None = None
     strategy: Strategy | None = field(default=None, repr=False, compare=False)
     run: GroupRun | None = field(default=None, repr=False, compare=False)
     """The stages' records of an OK candidate (views read them instead of re-running)."""
+    plan_cycles: int | None = None
+    """The plan's cycles (the lock-step timeline's makespan) of an OK candidate."""
+    simulated: bool = False
+    """Played by the tile simulator (module docstring, "Simulated ranking")."""
 
 
 @dataclass(frozen=True)
@@ -181,6 +209,19 @@ class SearchResult:
     time_s: float
     done: bool = True
     template_hit: bool = False
+    plan_best: Candidate | None = None
+    """The candidate the plan ranks best (``best`` when nothing was simulated)."""
+
+    @property
+    def simulated(self) -> int:
+        """Candidates played by the tile simulator."""
+        return sum(c.simulated for c in self.candidates)
+
+    @property
+    def plan_agrees(self) -> bool:
+        """Whether the plan's best is the simulator's best (always, when none simulated)."""
+        plan = self.plan_best if self.plan_best is not None else self.best
+        return plan is None or self.best is None or plan.index == self.best.index
 
     @property
     def evaluated(self) -> int:
@@ -212,7 +253,17 @@ class SearchResult:
 
     def frame(self) -> pd.DataFrame:
         """One row per candidate: sharding, split, cycles, SPM peak, status, reason."""
-        cols = ["index", "level", "sharding", "depth", "split", "cycles", "spm_peak_bytes"]
+        cols = [
+            "index",
+            "level",
+            "sharding",
+            "depth",
+            "split",
+            "cycles",
+            "plan_cycles",
+            "simulated",
+            "spm_peak_bytes",
+        ]
         rows = [
             {**{k: getattr(c, k) for k in cols}, "status": c.status, "reason": c.reason}
             for c in self.candidates
@@ -403,9 +454,15 @@ class _Search:
         budget_s: float,
         settings: StageSettings,
         chips: ChipCut | None,
+        timer: GroupTimer | None = None,
+        simulate_top: int = SIMULATE_TOP,
+        final: StageSettings | None = None,
     ) -> None:
         self.group, self.hw, self.mode, self.budget_s = group, hw, mode, budget_s
         self.settings, self.chips = settings, chips
+        self.timer, self.simulate_top = timer, simulate_top
+        self.final = final if final is not None else settings
+        self.plan_best: Candidate | None = None
         self.start = time.perf_counter()
         self.outs = _outs(group, group_tile_budget(group, hw)) if mode != "default" else []
         self.size = _space_size(self.outs) if mode != "default" else 1
@@ -426,7 +483,43 @@ class _Search:
             self.pruned,
             time.perf_counter() - self.start,
             done,
+            plan_best=self.plan_best,
         )
+
+    def simulate_best(self) -> None:
+        """Play the plan's ``simulate_top`` best and the default; the simulated best wins."""
+        self.plan_best = self.best
+        if self.timer is None or self.best is None:
+            return
+        ok = [c for c in self.rows if c.status == "OK" and c.run is not None]
+        ranked = sorted(ok, key=lambda c: (c.cycles or 0, c.index))
+        if self.mode != "exhaustive":
+            ranked = ranked[: max(self.simulate_top, 1)]
+        if ok[0].sharding == "default" and ok[0] not in ranked:
+            ranked.append(ok[0])
+        same = self.final == self.settings
+        for cand in ranked:
+            assert cand.run is not None
+            try:
+                run = run_group(
+                    self.group,
+                    cand.run.strategy,
+                    self.hw,
+                    self.final,
+                    reuse=cand.run.records if same else cand.run.before("spm-alloc"),
+                    timer=self.timer,
+                )
+            except Tx8labError:
+                continue  # the final allocator cannot pack it: it stays unsimulated
+            if run.simulated is None:
+                continue  # no command stream (the simulate record says why)
+            played = dataclasses.replace(cand, cycles=run.estimate.cycles, run=run, simulated=True)
+            self.rows[cand.index] = played
+        simulated = [c for c in self.rows if c.simulated]
+        if simulated:
+            self.best = min(simulated, key=lambda c: (c.cycles or 0, c.index))
+        if self.plan_best is not None:
+            self.plan_best = self.rows[self.plan_best.index]
 
     @property
     def searching(self) -> bool:
@@ -494,6 +587,7 @@ class _Search:
             int(run.allocation.peak),
             run.strategy,
             run,
+            plan_cycles=run.estimate.plan_cycles,
         )
 
     # -- the walk
@@ -665,10 +759,15 @@ def iter_search(
     alloc_time_limit_s: float = 0.2,
     max_space: int = DEFAULT_MAX_SPACE,
     chips: ChipCut | None = None,
+    timer: GroupTimer | None = None,
+    simulate_top: int = SIMULATE_TOP,
+    final: StageSettings | None = None,
 ) -> Iterator[SearchResult]:
     """Anytime search: yields a :class:`SearchResult` after each candidate (best so far).
 
-    The last one yielded has ``done=True``.
+    The last one yielded has ``done=True``; with a ``timer`` its best is the simulated
+    best of the plan's ``simulate_top`` and the default, packed with ``final`` (default:
+    the search's own settings; module docstring).
 
     Raises:
         Tx8labError: unknown mode, not a group, an exhaustive space above ``max_space``,
@@ -679,18 +778,22 @@ def iter_search(
     if group.kind != "tx8be.Group" or not group.regions:
         raise Tx8labError(f"search needs a tx8be.Group op with a body, got {group.label}")
     settings = StageSettings(multi_buffer, retract, alloc, alloc_time_limit_s, best_fallback=True)
-    search = _Search(group, hw, mode, budget_s, settings, chips)
+    if simulate_top < 1:
+        raise Tx8labError(f"search: simulate_top={simulate_top}; simulate at least 1 candidate")
+    search = _Search(group, hw, mode, budget_s, settings, chips, timer, simulate_top, final)
     if mode == "exhaustive" and search.size > max_space:
         raise Tx8labError(
             f"group %{group.id}: exhaustive search over {search.size} candidates exceeds "
             f"max_space={max_space}; use mode='search' or raise max_space"
         )
     search.default_first()
-    yield search.snapshot(mode == "default")
     if mode == "default":
         if search.best is None:
             raise Tx8labError(search.rows[0].reason)
+        search.simulate_best()
+        yield search.snapshot(True)
         return
+    yield search.snapshot(False)
     yield from search.levels()
     if search.best is None:
         rows = search.rows
@@ -698,6 +801,7 @@ def iter_search(
         raise Tx8labError(
             f"group %{group.id}: no candidate of {len(rows)} fits or is valid ({reasons})"
         )
+    search.simulate_best()
     yield search.snapshot(True)
 
 
@@ -713,6 +817,9 @@ def search_group(
     alloc_time_limit_s: float = 0.2,
     max_space: int = DEFAULT_MAX_SPACE,
     chips: ChipCut | None = None,
+    timer: GroupTimer | None = None,
+    simulate_top: int = SIMULATE_TOP,
+    final: StageSettings | None = None,
 ) -> SearchResult:
     """Run :func:`iter_search` to the end; the result with every candidate and the best.
 
@@ -730,6 +837,9 @@ def search_group(
         alloc_time_limit_s=alloc_time_limit_s,
         max_space=max_space,
         chips=chips,
+        timer=timer,
+        simulate_top=simulate_top,
+        final=final,
     )
     last = next(results)
     for last in results:  # noqa: B007 - the last one is the answer
@@ -775,12 +885,15 @@ def schedule_group(
     mode: str = "search",
     budget_s: float = 2.0,
     chips: ChipCut | None = None,
+    timer: GroupTimer | None = None,
+    simulate_top: int = SIMULATE_TOP,
 ) -> ScheduledGroup:
     """group-cost's strategy for ``group`` through :func:`run_group`.
 
     ``settings.alloc`` is the allocator of the result; the search itself allocates with
     first fit (module docstring), and the chosen candidate's recorded stages before
-    spm-alloc are reused.
+    spm-alloc are reused. With a ``timer`` the search ranks by the simulator, packing the
+    candidates it simulates with ``settings`` (module docstring), and its best is the result.
 
     Raises:
         SpmOverflow: the default strategy's buffers do not fit.
@@ -790,7 +903,7 @@ def schedule_group(
         # the seed's bail-out: a group_tag 2 group (its ops work in DDR) is neither split
         # nor searched
         strategy = unsplit_strategy(group, multi_buffer=settings.multi_buffer)
-        return ScheduledGroup(run_group(group, strategy, hw, settings), "group_tag 2")
+        return ScheduledGroup(run_group(group, strategy, hw, settings, timer=timer), "group_tag 2")
     if mode == "default":
         start = time.perf_counter()
         strategy, si = default_schedule(
@@ -800,7 +913,9 @@ def schedule_group(
         first = StageRecord("data-split", si, time.perf_counter() - start, tuple(si.notes))
         # the default allocates with the chosen allocator as is (stages module docstring)
         exact = dataclasses.replace(settings, best_fallback=False)
-        return ScheduledGroup(run_group(group, strategy, hw, exact, reuse=(first,)), mode)
+        return ScheduledGroup(
+            run_group(group, strategy, hw, exact, reuse=(first,), timer=timer), mode
+        )
     found = search_group(
         group,
         hw,
@@ -809,10 +924,15 @@ def schedule_group(
         multi_buffer=settings.multi_buffer,
         retract=settings.retract,
         chips=chips,
+        timer=timer,
+        simulate_top=simulate_top,
+        final=settings,
     )
     best = found.best
     assert best is not None
     assert best.run is not None
+    if best.simulated:
+        return ScheduledGroup(best.run, mode, found)  # packed with ``settings`` already
     run = run_group(group, best.run.strategy, hw, settings, reuse=best.run.before("spm-alloc"))
     return ScheduledGroup(run, mode, found)
 
@@ -833,6 +953,7 @@ __all__ = [
     "MODES",
     "NO_FIT_FACTOR",
     "REDUCE_RETRIES",
+    "SIMULATE_TOP",
     "SPLIT_PATIENCE",
     "Candidate",
     "ScheduledGroup",

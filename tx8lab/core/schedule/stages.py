@@ -19,17 +19,27 @@ Readings chosen where the seed is vague:
   strategy and keeps them verbatim: an earlier run's (so a run with another allocator
   starts at spm-alloc), the default strategy's init pipeline (computed while choosing
   it), a template's packing.
+- **simulate** (issue 19: one tile model for every figure) plays the group's command
+  stream for this strategy and packing through the tile simulator. The stream is built
+  by the program layer above this one (``tx8lab.core.simulate.group_timer``), so the
+  caller hands it in as ``timer``; without one the stage records "plan only" and
+  :attr:`GroupRun.estimate` is the plan's. When the program layer cannot build the
+  group's commands (its error, e.g. an operand no load brings into SPM before
+  group-ldst ran), the stage records "not simulated" with that error and the estimate
+  stays the plan's. With one, :attr:`GroupRun.estimate` carries the
+  :class:`~tx8lab.core.schedule.estimate.SimEstimate` and its ``cycles`` are simulated.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from tx8lab.core.ir import Op
-from tx8lab.core.schedule.estimate import GroupEstimate, estimate_group
+from tx8lab.core.schedule.estimate import GroupEstimate, SimEstimate, estimate_group
 from tx8lab.core.schedule.lifetimes import buffer_life, buffer_merge
 from tx8lab.core.schedule.slicing import schedule_input, schedule_live_bytes
 from tx8lab.core.schedule.spm_alloc import Allocation, allocate
@@ -37,6 +47,10 @@ from tx8lab.core.schedule.sw_pipeline import sw_pipeline
 from tx8lab.core.schedule.tasks import Lifetime, ScheduleInput, Strategy, Timeline
 from tx8lab.errors import SpmOverflow, Tx8labError
 from tx8lab.hw.config import ChipConfig
+
+#: The simulated cost of one strategy and packing: (group, strategy, init pipeline,
+#: timeline, allocation, hw) -> the group's command stream played by the tile simulator.
+GroupTimer = Callable[[Op, Strategy, ScheduleInput, Timeline, Allocation, ChipConfig], SimEstimate]
 
 
 @dataclass(frozen=True)
@@ -75,6 +89,7 @@ class _Flow:
     hw: ChipConfig
     settings: StageSettings
     done: Mapping[str, Any]
+    timer: GroupTimer | None = None
 
 
 StageFn = Callable[[_Flow], tuple[Any, tuple[str, ...]]]
@@ -143,6 +158,26 @@ def _estimate(flow: _Flow) -> tuple[GroupEstimate, tuple[str, ...]]:
     return est, (f"{est.cycles} cycles, limited by {engine or 'nothing'}",)
 
 
+def _simulate(flow: _Flow) -> tuple[SimEstimate | None, tuple[str, ...]]:
+    if flow.timer is None:
+        return None, ("plan only (no timer given)",)
+    d = flow.done
+    try:
+        sim = flow.timer(
+            flow.group, flow.strategy, d["data-split"], d["sw-pipeline"], d["spm-alloc"], flow.hw
+        )
+    except Tx8labError as exc:
+        # no command stream for this group (e.g. an operand read in place from DDR before
+        # group-ldst): the plan stays its estimate, and the record says why
+        return None, (f"not simulated: {exc}",)
+    stall = sim.costliest_stall
+    return sim, (
+        f"{sim.cycles} cycles simulated on tile {sim.slowest_tile} ({sim.commands} commands), "
+        f"limited by {sim.limiting_engine}"
+        + (f", costliest stall {stall[0]} {stall[1]} {stall[2]} cycles" if stall else ""),
+    )
+
+
 #: The per-group flow, in order; each stage reads the outputs of those before it.
 GROUP_STAGES: tuple[Stage, ...] = (
     # the init pipeline: Repeat nodes, buffers and task cycles of the strategy
@@ -157,6 +192,8 @@ GROUP_STAGES: tuple[Stage, ...] = (
     Stage("spm-alloc", _spm_alloc),
     # makespan, per-engine busy cycles and the limiting engine of the timeline
     Stage("estimate", _estimate),
+    # the command stream of this packing played by the tile simulator (given a timer)
+    Stage("simulate", _simulate),
 )
 
 #: Stage names in order.
@@ -219,9 +256,19 @@ class GroupRun:
 
     @property
     def estimate(self) -> GroupEstimate:
-        """Estimate's cycles and engines."""
+        """Estimate's plan, with the simulated run when the simulate stage had a timer."""
         out: GroupEstimate = self.output("estimate")
-        return out
+        sim = self.simulated
+        return out if sim is None else dataclasses.replace(out, sim=sim)
+
+    @property
+    def simulated(self) -> SimEstimate | None:
+        """The simulate stage's output (None when it did not run or had no timer)."""
+        for r in self.records:
+            if r.name == "simulate":
+                out: SimEstimate | None = r.output
+                return out
+        return None
 
     @property
     def wall_s(self) -> float:
@@ -248,6 +295,7 @@ def run_group(
     *,
     until: str | None = None,
     reuse: Sequence[StageRecord] = (),
+    timer: GroupTimer | None = None,
 ) -> GroupRun:
     """Run :data:`GROUP_STAGES` on ``strategy`` (up to and including ``until``).
 
@@ -258,6 +306,7 @@ def run_group(
         settings: the stages' knobs.
         until: the last stage to run (default: all).
         reuse: records the caller holds for this group and strategy (not recomputed).
+        timer: the simulate stage's timer (module docstring); None: plan only.
 
     Raises:
         SpmOverflow: the buffers do not fit in the tile's usable SPM.
@@ -277,7 +326,7 @@ def run_group(
         if stage.name in kept:
             record = kept[stage.name]
         else:
-            flow = _Flow(group, strategy, hw, settings, done)
+            flow = _Flow(group, strategy, hw, settings, done, timer)
             start = time.perf_counter()
             output, decisions = stage.run(flow)
             record = StageRecord(stage.name, output, time.perf_counter() - start, decisions)
@@ -292,6 +341,7 @@ __all__ = [
     "GROUP_STAGES",
     "STAGE_NAMES",
     "GroupRun",
+    "GroupTimer",
     "Stage",
     "StageRecord",
     "StageSettings",
