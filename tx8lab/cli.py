@@ -276,6 +276,8 @@ def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
         write_report(args.json, report)
         table.write(f"report written to {args.json}\n")
+    for which in args.explain or []:
+        out.write(_explain_group(steps, hw, which) + "\n")
     if args.trace:
         note = _write_trace(args.trace, steps, hw, program)
         table.write(f"trace written to {args.trace} (open it in ui.perfetto.dev){note}\n")
@@ -283,6 +285,32 @@ def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         seconds = _write_html(args.report, module, steps, hw, report)
         table.write(f"HTML report written to {args.report} in {seconds:.2f} s\n")
     return status
+
+
+def _explain_group(steps: Sequence[Any], hw: Any, which: str) -> str:
+    """``--explain``: one group's plan beside its simulated run (``slowest``: the costliest)."""
+    from tx8lab.core.schedule.estimate import explain
+
+    cost = next((s for s in steps if s.name == "group-cost"), None)
+    if cost is None:
+        raise Tx8labError("--explain needs the group-cost pass; run the default pipeline")
+    runs = cost.result.artifacts["runs"]
+    entries = {int(e["id"]): e for e in cost.result.artifacts["groups"]}
+    if which == "slowest":
+        gid = max(entries, key=lambda g: (entries[g]["cycles"], -g))
+    else:
+        try:
+            gid = int(which.lstrip("%"))
+        except ValueError:
+            gid = -1
+        if gid not in entries:
+            shown = ", ".join(f"%{g}" for g in list(entries)[:12])
+            raise Tx8labError(
+                f"--explain {which!r}: no such group; give a group id ({shown}"
+                f"{' ...' if len(entries) > 12 else ''}) or 'slowest'"
+            )
+    run = runs[gid]
+    return explain(run.estimate, inp=run.input, hw=hw)
 
 
 def _cmd_opt(args: argparse.Namespace, out: TextIO) -> int:
@@ -655,6 +683,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--trace",
         metavar="OUT.json",
         help="write a Chrome/Perfetto trace of the scheduled groups (needs group-cost)",
+    )
+    run.add_argument(
+        "--explain",
+        action="append",
+        metavar="GROUP",
+        help="print a group's plan beside its simulated run: engines, the limiting engine, "
+        "the stall that cost most (a group id such as 12, or 'slowest'; repeatable)",
     )
     run.add_argument(
         "--emit-c",

@@ -578,7 +578,12 @@ def group_code(group: Op, hw: ChipConfig) -> GroupCode:
 
 
 def group_program(
-    group: Op, hw: ChipConfig, code: GroupCode | None = None, *, chip0: bool = False
+    group: Op,
+    hw: ChipConfig,
+    code: GroupCode | None = None,
+    *,
+    chip0: bool = False,
+    first_tile: bool = False,
 ) -> dict[int, list[Command]]:
     """The commands of one scheduled top-level group on each of its tiles.
 
@@ -587,6 +592,8 @@ def group_program(
     ``chip0``: then the commands are chip 0's, on its piece of every cut dim (the first
     ``ceil(size / (chips * shard))`` per tile coordinate, as slicing sizes it), which is
     what timing a multi-chip plan needs (every chip runs the same code on its piece).
+    ``first_tile``: only the region's first tile (local index 0), whose piece is the
+    largest in every dim (pieces are ``ceil(size / shard)`` from the start).
     """
     code = code if code is not None else group_code(group, hw)
     strategy, si, timeline = code.strategy, code.schedule, code.timeline
@@ -609,6 +616,8 @@ def group_program(
             for j, v in enumerate(op.operands):
                 readers.setdefault(alias.get(v.key, v.key), []).append((op, j))
     tiles = region_tiles(group, hw)
+    if first_tile:
+        tiles = tiles[:1]
     out: dict[int, list[Command]] = {t: [] for t in tiles}
     imm_seen: dict[str, int] = {}
     imm_index: list[int] = []

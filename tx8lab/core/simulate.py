@@ -47,6 +47,7 @@ from tx8lab.core.program import (
     GroupCode,
     Program,
     group_program,
+    region_tiles,
     value_names,
 )
 from tx8lab.core.schedule.estimate import SIM_ENGINES, SimEstimate
@@ -222,11 +223,18 @@ def simulate_schedule(
     timeline: Timeline,
     allocation: Allocation,
     hw: ChipConfig,
+    *,
+    every_tile: bool = False,
 ) -> SimEstimate:
     """One group's commands for ``strategy`` and ``allocation``, played by the simulator.
 
     The group pipeline's timer (``stages.GroupTimer``; module docstring): what the
-    search, group-cost and the group tuner rank and report.
+    search, group-cost and the group tuner rank and report. By default only the region's
+    first tile is played (``every_tile`` plays them all): its piece is the largest in
+    every dim and every tile issues the same commands in the same order on its piece, so
+    no command of another tile is longer; the simulator is monotone (each time is a
+    maximum of sums of earlier times), so no other tile ends later. The DMA share still
+    counts every tile of the region on DDR.
     """
     group = _placeholder_ddr(group)
     offsets = {lt.id: (int(allocation.offsets[lt.id]), int(lt.size)) for lt in allocation.lifetimes}
@@ -239,13 +247,14 @@ def simulate_schedule(
         offsets,
         value_names(group, schedule),
     )
-    commands = group_program(group, hw, code, chip0=True)
+    commands = group_program(group, hw, code, chip0=True, first_tile=not every_tile)
     busy = {tile: cmds for tile, cmds in commands.items() if cmds}
     if not busy:
         raise Tx8labError(f"simulate: group %{group.id} has no commands on any tile")
     ops = {op.id: op for op in group.regions[0].ops}
+    on_ddr = len(region_tiles(group, hw))
     streams = {
-        tile: [sim_command(c, ops.get(c.op_id), hw, len(busy)) for c in cmds]
+        tile: [sim_command(c, ops.get(c.op_id), hw, on_ddr) for c in cmds]
         for tile, cmds in busy.items()
     }
     return sim_estimate(simulate(streams, hw))

@@ -87,15 +87,17 @@ Readings chosen where the seed is vague:
   cycles), which costs no command stream. With a ``timer`` (the program layer's
   ``tx8lab.core.simulate.simulate_schedule``), the ``simulate_top`` OK candidates the
   plan ranks best (``search``; every OK candidate in ``exhaustive``), and the default
-  strategy, are then packed with the result's allocator (``final`` settings) and played
-  by the tile simulator; the best *simulated* one is the result, its run the one
-  group-cost keeps. Their ``cycles`` are simulated and ``plan_cycles`` keeps the plan's.
-  So the result never simulates slower than the default strategy, and ``exhaustive``
-  never slower than ``search``, on the packing the program uses. ``plan_best`` is the
-  plan's choice, so a view (and ``make bench``) can show how often the two rankings
-  disagree. Without a timer the plan decides, as the seed's GroupCost does; a candidate
-  the program layer cannot build commands for, or the final allocator cannot pack, is
-  left unsimulated (and the plan decides when none could be simulated).
+  strategy, are then played by the tile simulator on the search's own packing, and the
+  best *simulated* one is the result. Their ``cycles`` are simulated and ``plan_cycles``
+  keeps the plan's. So among the candidates simulated, the result is never slower than
+  the default strategy, and ``exhaustive``'s never slower than ``search``'s.
+  :func:`schedule_group` packs the result again with the caller's allocator and
+  simulates that packing (what group-cost reports): a different packing can add or
+  remove false dependencies (two buffers sharing bytes), so that figure may differ a
+  little from the ranked one. ``plan_best`` is the plan's choice, so a view (and
+  ``make bench``) can show how often the two rankings disagree. Without a timer the
+  plan decides, as the seed's GroupCost does; a candidate the program layer cannot
+  build commands for is left unsimulated (and the plan decides when none could be).
 """
 
 from __future__ import annotations
@@ -456,12 +458,10 @@ class _Search:
         chips: ChipCut | None,
         timer: GroupTimer | None = None,
         simulate_top: int = SIMULATE_TOP,
-        final: StageSettings | None = None,
     ) -> None:
         self.group, self.hw, self.mode, self.budget_s = group, hw, mode, budget_s
         self.settings, self.chips = settings, chips
         self.timer, self.simulate_top = timer, simulate_top
-        self.final = final if final is not None else settings
         self.plan_best: Candidate | None = None
         self.start = time.perf_counter()
         self.outs = _outs(group, group_tile_budget(group, hw)) if mode != "default" else []
@@ -497,20 +497,16 @@ class _Search:
             ranked = ranked[: max(self.simulate_top, 1)]
         if ok[0].sharding == "default" and ok[0] not in ranked:
             ranked.append(ok[0])
-        same = self.final == self.settings
         for cand in ranked:
             assert cand.run is not None
-            try:
-                run = run_group(
-                    self.group,
-                    cand.run.strategy,
-                    self.hw,
-                    self.final,
-                    reuse=cand.run.records if same else cand.run.before("spm-alloc"),
-                    timer=self.timer,
-                )
-            except Tx8labError:
-                continue  # the final allocator cannot pack it: it stays unsimulated
+            run = run_group(
+                self.group,
+                cand.run.strategy,
+                self.hw,
+                self.settings,
+                reuse=cand.run.before("simulate"),
+                timer=self.timer,
+            )
             if run.simulated is None:
                 continue  # no command stream (the simulate record says why)
             played = dataclasses.replace(cand, cycles=run.estimate.cycles, run=run, simulated=True)
@@ -761,13 +757,11 @@ def iter_search(
     chips: ChipCut | None = None,
     timer: GroupTimer | None = None,
     simulate_top: int = SIMULATE_TOP,
-    final: StageSettings | None = None,
 ) -> Iterator[SearchResult]:
     """Anytime search: yields a :class:`SearchResult` after each candidate (best so far).
 
     The last one yielded has ``done=True``; with a ``timer`` its best is the simulated
-    best of the plan's ``simulate_top`` and the default, packed with ``final`` (default:
-    the search's own settings; module docstring).
+    best of the plan's ``simulate_top`` and the default (module docstring).
 
     Raises:
         Tx8labError: unknown mode, not a group, an exhaustive space above ``max_space``,
@@ -780,7 +774,7 @@ def iter_search(
     settings = StageSettings(multi_buffer, retract, alloc, alloc_time_limit_s, best_fallback=True)
     if simulate_top < 1:
         raise Tx8labError(f"search: simulate_top={simulate_top}; simulate at least 1 candidate")
-    search = _Search(group, hw, mode, budget_s, settings, chips, timer, simulate_top, final)
+    search = _Search(group, hw, mode, budget_s, settings, chips, timer, simulate_top)
     if mode == "exhaustive" and search.size > max_space:
         raise Tx8labError(
             f"group %{group.id}: exhaustive search over {search.size} candidates exceeds "
@@ -819,7 +813,6 @@ def search_group(
     chips: ChipCut | None = None,
     timer: GroupTimer | None = None,
     simulate_top: int = SIMULATE_TOP,
-    final: StageSettings | None = None,
 ) -> SearchResult:
     """Run :func:`iter_search` to the end; the result with every candidate and the best.
 
@@ -839,7 +832,6 @@ def search_group(
         chips=chips,
         timer=timer,
         simulate_top=simulate_top,
-        final=final,
     )
     last = next(results)
     for last in results:  # noqa: B007 - the last one is the answer
@@ -892,8 +884,8 @@ def schedule_group(
 
     ``settings.alloc`` is the allocator of the result; the search itself allocates with
     first fit (module docstring), and the chosen candidate's recorded stages before
-    spm-alloc are reused. With a ``timer`` the search ranks by the simulator, packing the
-    candidates it simulates with ``settings`` (module docstring), and its best is the result.
+    spm-alloc are reused. With a ``timer`` the search ranks by the simulator (module
+    docstring) and the result, with its own packing, is simulated again.
 
     Raises:
         SpmOverflow: the default strategy's buffers do not fit.
@@ -926,14 +918,13 @@ def schedule_group(
         chips=chips,
         timer=timer,
         simulate_top=simulate_top,
-        final=settings,
     )
     best = found.best
     assert best is not None
     assert best.run is not None
-    if best.simulated:
-        return ScheduledGroup(best.run, mode, found)  # packed with ``settings`` already
-    run = run_group(group, best.run.strategy, hw, settings, reuse=best.run.before("spm-alloc"))
+    run = run_group(
+        group, best.run.strategy, hw, settings, reuse=best.run.before("spm-alloc"), timer=timer
+    )
     return ScheduledGroup(run, mode, found)
 
 
