@@ -102,6 +102,38 @@ def test_run_writes_the_json_report(tmp_path: Path, capsys: pytest.CaptureFixtur
     # group-cost ran: every group has its cycles, and the model its total
     assert all(group["cycles"] > 0 for group in report["groups"])
     assert report["total_cycles"] >= sum(group["cycles"] for group in report["groups"])
+    # ... simulated, with the plan beside it: per group the keys, per engine sums
+    keys = {"ne", "ct", "rdma", "wdma", "tdma", "kcore"}
+    for group in report["groups"]:
+        assert keys <= set(group["busy_ms"])
+        assert group["latency_ms"] * 1e-3 * 1e9 == pytest.approx(group["cycles"])
+        assert set(group["tile_ms"]) == {"0"}  # the region's first tile is timed
+    both = report["plan_vs_simulated"]
+    assert both["cycles"]["simulated"] == report["total_cycles"]
+    assert both["cycles"]["plan"] - report["barriers"] * report["barrier_cycles"] == sum(
+        g["plan_cycles"] for g in report["groups"]
+    )
+    for engine, row in both["busy_cycles"].items():
+        assert row["simulated"] == sum(
+            round(g["busy_ms"][engine] * 1e6) for g in report["groups"]
+        ), engine
+    assert set(report["simulated"]["groups"][0]["tile_ms"]) == {str(t) for t in range(16)}
+
+
+def test_run_explain_names_the_limiting_engine_and_the_costliest_stall(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["run", "tiny_cnn", "--explain", "slowest"]) == 0
+    out = capsys.readouterr().out
+    assert "(the plan)" in out
+    assert re.search(r"limiting engine \(simulated\): (ne|ct|rdma|wdma|tdma|dte|kcore) ", out)
+    assert re.search(r"costliest stall: \w+ (waiting|stopped)", out)
+    for engine in ("ne", "ct", "rdma", "wdma", "kcore"):
+        assert re.search(rf"^  {engine} +", out, re.M), engine
+    assert main(["run", "tiny_cnn", "--explain", "%99999"]) == 2
+    err = capsys.readouterr().err
+    assert "--explain '%99999': no such group" in err
+    assert "'slowest'" in err
 
 
 def test_run_as_a_subprocess(tmp_path: Path) -> None:

@@ -279,7 +279,7 @@ def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     for which in args.explain or []:
         out.write(_explain_group(steps, hw, which) + "\n")
     if args.trace:
-        note = _write_trace(args.trace, steps, hw, program)
+        note = _write_trace(args.trace, steps, hw, program, final)
         table.write(f"trace written to {args.trace} (open it in ui.perfetto.dev){note}\n")
     if args.report:
         seconds = _write_html(args.report, module, steps, hw, report)
@@ -350,14 +350,18 @@ def _write_html(path: str, module: Any, steps: Sequence[Any], hw: Any, report: A
     return write_html_report(path, module, steps, hw, report)["total"]
 
 
-def _write_trace(path: str, steps: Sequence[Any], hw: Any, program: Callable[[], Any]) -> str:
+def _write_trace(
+    path: str, steps: Sequence[Any], hw: Any, program: Callable[[], Any], final: Any
+) -> str:
     """The Perfetto trace of the model's groups, from the group-cost step.
 
     When the pipeline ran through opt-ddr (every load and store has its DDR address), each
-    slot also carries the command main.c issues for it on tile 0; returns a note for the
-    user saying whether it does and why not.
+    slot also carries the command main.c issues for it on tile 0, and the program played
+    by the tile simulator follows the plan (one process per tile, stalls shaded by
+    reason); returns a note for the user saying whether it does and why not.
     """
-    from tx8lab.core.schedule.trace import model_trace, write_trace
+    from tx8lab.core.schedule.trace import model_trace, sim_events, write_trace
+    from tx8lab.core.simulate import simulate_program
 
     cost = next((s for s in steps if s.name == "group-cost"), None)
     if cost is None:
@@ -368,15 +372,27 @@ def _write_trace(path: str, steps: Sequence[Any], hw: Any, program: Callable[[],
     artifacts = cost.result.artifacts
     timelines = [artifacts["runs"][entry["id"]].timeline for entry in artifacts["groups"]]
     commands = None
+    played = None
     if not any(s.name == "opt-ddr" for s in steps):
-        note = "; no commands in it: the pipeline stopped before opt-ddr placed DDR"
+        note = (
+            "; the plan only, no commands and no simulated run in it: the pipeline stopped "
+            "before opt-ddr placed DDR"
+        )
     else:
         try:
             commands = program().command_args(tile=0)
-            note = "; each slot shows its main.c command on tile 0"
+            played = simulate_program(program(), final, hw)
+            note = (
+                "; each slot shows its main.c command on tile 0, and the simulated run "
+                "follows the plan (stalls shaded by reason)"
+            )
         except Tx8labError as err:
-            note = f"; no commands in it: {err}"
+            note = f"; the plan only, no commands in it: {err}"
     trace = model_trace(timelines, hw, need_barrier=artifacts["need_barrier"], commands=commands)
+    if played is not None:
+        first = 1 + max((e["pid"] for e in trace["traceEvents"]), default=-1)
+        trace["traceEvents"].extend(sim_events(played, pid_base=first))
+        trace["otherData"]["simulated_body_cycles"] = played.body_cycles
     write_trace(trace, path)
     return note
 

@@ -7,6 +7,7 @@ the laws summed by hand against the simulator's busy time.
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -121,3 +122,59 @@ def test_run_json_reports_the_simulated_program(tmp_path: Any) -> None:
     # stopped before opt-ddr: no simulated section
     assert main(["run", "tiny_cnn", "--until", "group-cost", "--json", str(out)]) == 0
     assert "simulated" not in json.loads(out.read_text())
+
+
+def test_a_group_is_timed_by_its_commands_and_its_first_tile_is_its_slowest() -> None:
+    from tx8lab.core.simulate import simulate_schedule
+
+    module = zoo.build("tiny_transformer_block")
+    step = list(run_pipeline(module, build_pipeline(None, {}), HW, until="group-cost"))[-1]
+    groups = {op.id: op for op in step.before.main.ops if op.kind == "tx8be.Group"}
+    entries = {e["id"]: e for e in step.result.artifacts["groups"]}
+    for gid, run in step.result.artifacts["runs"].items():
+        args = (groups[gid], run.strategy, run.input, run.timeline, run.allocation, HW)
+        first, every = simulate_schedule(*args), simulate_schedule(*args, every_tile=True)
+        # oracle: every tile played; none ends after the first one
+        assert first.cycles == every.cycles == max(every.tile_cycles.values())
+        assert len(every.tile_cycles) == HW.tiles_per_chip  # the group's region: the chip
+        # group-cost reports the simulated body of this very strategy and packing
+        assert entries[gid]["cycles"] == first.cycles
+        # every engine's busy time lies inside the body
+        assert max(first.busy.values()) <= first.cycles
+        engine, reason, cycles = first.costliest_stall or ("", "", 0)
+        assert cycles == max(
+            (c for e, rs in first.stalls.items() for c in rs.values() if e == engine),
+            default=0,
+        )
+
+
+def test_trace_stall_slices_add_up_to_the_simulator_stalls() -> None:
+    from tx8lab.core.schedule.trace import STALL_COLOURS, sim_events
+
+    module = scheduled(zoo.build("tiny_cnn"))
+    result = simulate_program(build_program(module, HW), module, HW)
+    events = [e for e in sim_events(result, pid_base=100) if e["ph"] == "X"]
+    tiles = sorted(result.tiles)
+    for k, tile in enumerate(tiles):
+        run = result.tiles[tile]
+        mine = [e for e in events if e["pid"] == 100 + k]
+        for engine, reasons in run.stalls.items():
+            for reason in STALL_COLOURS:
+                got = sum(
+                    e["args"]["cycles"]
+                    for e in mine
+                    if e["args"]["engine"] == engine and e["name"] == f"stall: {reason}"
+                )
+                assert got == reasons.get(reason, 0), (tile, engine, reason)
+        # command slices sum to the busy time of each engine (issue slices: kcore's)
+        for engine, cycles in run.busy.items():
+            got = sum(
+                e["args"]["cycles"]
+                for e in mine
+                if e["args"]["engine"] == engine and e["cat"] == "simulated"
+            )
+            assert got == cycles, (tile, engine)
+        # slices on one track never overlap
+        for tid in {e["tid"] for e in mine}:
+            spans = sorted((e["ts"], e["ts"] + e["dur"]) for e in mine if e["tid"] == tid)
+            assert all(a[1] <= b[0] + 1e-9 for a, b in itertools.pairwise(spans))

@@ -18,6 +18,11 @@ Readings chosen:
   :func:`_cost_section` for the barriers). ``codegen`` (when the codegen pass ran) holds
   its stats (groups, calls, bytes, lines of main.c) and ``files``, the paths
   ``--emit-c`` wrote (empty without it).
+- Per group, ``cycles`` are group-cost's simulated kernel body and ``plan_cycles`` the
+  plan's (the lock-step timeline); ``plan_vs_simulated`` (:func:`plan_vs_simulated`)
+  sums the two per engine over the model. ``simulated`` (after opt-ddr) is the whole
+  program played by the tile simulator: groups not separated by a barrier may overlap
+  there, so its ``latency_ms`` can be below ``total_cycles``.
 - ``num_ops`` counts the input module's ops (nested ones included, terminators not);
   ``num_ops_final`` the output's. Each pass entry adds its index, knobs, ops before,
   decision count, stats and whether the result came from a cache.
@@ -39,6 +44,7 @@ import numpy as np
 
 from tx8lab.core.ir import Module
 from tx8lab.core.passes.base import Step
+from tx8lab.core.schedule.estimate import SIM_ENGINE_OF, SIM_ENGINES, ModelEstimate
 from tx8lab.hw.config import ChipConfig
 
 if TYPE_CHECKING:
@@ -163,7 +169,52 @@ def _cost_section(cost: Step, final: Module, groups: list[dict[str, Any]]) -> di
     section["total_cycles_all_barriers"] = model.total_cycles
     if model.c2c_cycles:
         section["c2c_cycles"] = sum(model.c2c_cycles)
+    section["plan_vs_simulated"] = plan_vs_simulated(final_model)
     return section
+
+
+def plan_vs_simulated(model: ModelEstimate) -> dict[str, Any]:
+    """The plan beside the simulated execution, summed over the groups, per engine.
+
+    ``cycles``: the model total by the plan (lock-step makespans) and as group-cost
+    reports it (simulated bodies where simulated), barriers and chip-to-chip transfers
+    included alike. ``busy_cycles``: per simulator engine, the plan's busy cycles (its
+    ``ld`` tasks run on ``rdma``, ``st`` on ``wdma``) and the simulated ones, each on the
+    group's slowest tile; ``kcore`` (command issue) has no plan figure, as the plan
+    charges issue inside each task. ``stall_cycles``: the simulated stalls per engine and
+    reason. ``groups_simulated`` counts the groups with a simulation.
+    """
+    extra = model.barriers * model.barrier_cycles + sum(model.c2c_cycles)
+    busy: dict[str, dict[str, int | None]] = {
+        e: {"plan": None if e in ("dte", "kcore") else 0, "simulated": 0} for e in SIM_ENGINES
+    }
+    stalls: dict[str, dict[str, int]] = {}
+    simulated = 0
+    for g in model.groups:
+        for engine, cycles in g.engine_busy_cycles.items():
+            row = busy[SIM_ENGINE_OF[engine]]
+            row["plan"] = (row["plan"] or 0) + cycles
+        if g.sim is None:
+            continue
+        simulated += 1
+        for engine, cycles in g.sim.busy.items():
+            row = busy[engine]
+            row["simulated"] = (row["simulated"] or 0) + cycles
+        for engine, reasons in g.sim.stalls.items():
+            for reason, cycles in reasons.items():
+                if cycles:
+                    per = stalls.setdefault(engine, {})
+                    per[reason] = per.get(reason, 0) + cycles
+    return {
+        "cycles": {
+            "plan": sum(g.plan_cycles for g in model.groups) + extra,
+            "simulated": model.total_cycles,
+        },
+        "busy_cycles": busy,
+        "stall_cycles": stalls,
+        "groups_simulated": simulated,
+        "groups": len(model.groups),
+    }
 
 
 def build_report(
@@ -252,6 +303,7 @@ __all__ = [
     "build_report",
     "hw_to_json",
     "layout_section",
+    "plan_vs_simulated",
     "step_to_json",
     "to_jsonable",
     "write_report",

@@ -149,11 +149,13 @@ def simulated_report(program: Program, result: SimResult) -> dict[str, Any]:
 
     ``latency_ms`` is the kernel body (the slowest tile), ``tile_ms`` every tile's body,
     ``busy_ms`` per engine the busiest tile's (keys ``ne ct rdma wdma tdma dte kcore``),
-    ``stall_ms`` the slowest tile's stalls by engine and reason, ``launch_ms`` apart.
+    ``stall_ms`` the slowest tile's stalls by engine and reason, ``launch_ms`` apart. Per
+    group: ``latency_ms`` (its span on its slowest tile: first issue to last end),
+    ``tile_ms`` (its span on every tile) and ``busy_ms`` (the busiest tile's, per engine).
     """
     out = result.summary()
     out["stall_ms"] = result.stall_ms()
-    spans = group_ms(program, result)
+    spans = group_tile_spans(program, result)
     busy: dict[int, dict[str, dict[int, int]]] = {}
     for tile, commands in program.tiles.items():
         for c, t in zip(commands, result.tiles[tile].timings, strict=True):
@@ -166,7 +168,8 @@ def simulated_report(program: Program, result: SimResult) -> dict[str, Any]:
     out["groups"] = [
         {
             "id": g,
-            "latency_ms": spans[g],
+            "latency_ms": result.ms(max(hi - lo for lo, hi in spans[g].values())),
+            "tile_ms": {str(t): result.ms(hi - lo) for t, (lo, hi) in sorted(spans[g].items())},
             "busy_ms": {
                 e: result.ms(max(busy[g].get(e, {0: 0}).values())) for e in (*ENGINES, "kcore")
             },
@@ -177,14 +180,23 @@ def simulated_report(program: Program, result: SimResult) -> dict[str, Any]:
     return out
 
 
-def group_ms(program: Program, result: SimResult) -> Mapping[int, float]:
-    """Group id -> its span on the slowest tile (first issue to last end), ms."""
-    spans: dict[int, tuple[int, int]] = {}
+def group_tile_spans(program: Program, result: SimResult) -> dict[int, dict[int, tuple[int, int]]]:
+    """Group id -> tile -> (first issue, last end) of its commands there, cycles."""
+    spans: dict[int, dict[int, tuple[int, int]]] = {}
     for tile, commands in program.tiles.items():
         for c, t in zip(commands, result.tiles[tile].timings, strict=True):
-            lo, hi = spans.get(c.group, (t.issue_start, t.end))
-            spans[c.group] = (min(lo, t.issue_start), max(hi, t.end))
-    return {g: result.ms(hi - lo) for g, (lo, hi) in spans.items()}
+            per = spans.setdefault(c.group, {})
+            lo, hi = per.get(tile, (t.issue_start, t.end))
+            per[tile] = (min(lo, t.issue_start), max(hi, t.end))
+    return spans
+
+
+def group_ms(program: Program, result: SimResult) -> Mapping[int, float]:
+    """Group id -> its span on the slowest tile (first issue to last end), ms."""
+    return {
+        g: result.ms(max(hi - lo for lo, hi in per.values()))
+        for g, per in group_tile_spans(program, result).items()
+    }
 
 
 def sim_estimate(result: SimResult) -> SimEstimate:
@@ -265,6 +277,7 @@ __all__ = [
     "PLACEHOLDER_DDR_STRIDE",
     "byte_range",
     "group_ms",
+    "group_tile_spans",
     "program_streams",
     "sim_command",
     "sim_estimate",

@@ -23,6 +23,14 @@ Readings chosen:
   also shows the call main.c makes for that slot: its C function and the SPM / DDR
   ranges it reads and writes. This module sits below the program layer, so it takes the
   fields as plain data.
+- **The simulated execution** (:func:`sim_events`, issue 19) goes beside the plan: one
+  process per tile ("simulated tile T", pids after the plan's), one track per simulator
+  engine and one for the issuing kernel core. Each command is a slice on its engine's
+  track (and its issue a slice on ``kcore``); each wait is a ``stall`` slice on the track
+  that waited, named and coloured by its reason: ``issue`` (the engine was free, the
+  command not yet issued), ``dependency`` (issued, waiting on an overlapping earlier
+  command or another tile), ``queue full`` / ``join`` / ``barrier`` on ``kcore``. The
+  stall slices of a track add up to the simulator's stall figures of that engine.
 """
 
 from __future__ import annotations
@@ -32,10 +40,20 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tx8lab.core.schedule.estimate import default_barrier_cycles
+from tx8lab.core.schedule.estimate import SIM_ENGINES, default_barrier_cycles
 from tx8lab.core.schedule.tasks import ENGINES, Timeline
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
+from tx8lab.hw.sim import SimResult
+
+#: Trace colour (the viewers' reserved colour names) of each stall reason.
+STALL_COLOURS: Mapping[str, str] = {
+    "issue": "grey",
+    "dependency": "bad",
+    "queue full": "terrible",
+    "join": "yellow",
+    "barrier": "olive",
+}
 
 GroupTimelines = Timeline | Mapping[int, Timeline]
 """One group: a timeline for every tile, or tile id -> timeline."""
@@ -236,6 +254,68 @@ def model_trace(
     }
 
 
+def sim_events(
+    result: SimResult, *, pid_base: int, offset_cycles: int = 0
+) -> list[dict[str, Any]]:
+    """The simulated run as trace events: commands and stalls per tile and engine.
+
+    Examples:
+        >>> from tx8lab.hw.presets import TX81
+        >>> from tx8lab.hw.sim import Range, StreamBuilder, simulate
+        >>> b = StreamBuilder(TX81)
+        >>> _ = b.load(4096, Range("spm", 0, 4096), label="ld x")
+        >>> _ = b.ct(2048, 1, "f16", reads=(Range("spm", 0, 4096),), label="add")
+        >>> ev = sim_events(simulate({0: b.commands}, TX81), pid_base=20)
+        >>> [(e["name"], e["args"]["engine"]) for e in ev if e["ph"] == "X"]  # doctest: +NORMALIZE_WHITESPACE
+        [('stall: issue', 'rdma'), ('ld x', 'rdma'), ('issue ld x', 'kcore'),
+         ('stall: issue', 'ct'), ('stall: dependency', 'ct'), ('add', 'ct'),
+         ('issue add', 'kcore')]
+    """
+    clock = result.clock_hz
+    tid = {e: i for i, e in enumerate(SIM_ENGINES)}
+    events: list[dict[str, Any]] = []
+
+    def add(pid: int, engine: str, name: str, lo: int, hi: int, **args: Any) -> None:
+        if hi <= lo:
+            return
+        event: dict[str, Any] = {
+            "name": name,
+            "cat": "stall" if name.startswith("stall: ") else "simulated",
+            "ph": "X",
+            "ts": _us(offset_cycles + lo, clock),
+            "dur": _us(hi - lo, clock),
+            "pid": pid,
+            "tid": tid[engine],
+            "args": {"engine": engine, "cycles": hi - lo, **args},
+        }
+        reason = name.removeprefix("stall: ")
+        if reason in STALL_COLOURS:
+            event["cname"] = STALL_COLOURS[reason]
+        events.append(event)
+
+    for k, (tile, run) in enumerate(sorted(result.tiles.items())):
+        pid = pid_base + k
+        events.extend(_metadata(pid, f"simulated tile {tile}", list(enumerate(SIM_ENGINES))))
+        free: dict[str, int] = {}
+        kcore = 0
+        for t in run.timings:
+            label = t.label or t.engine
+            if t.engine in ("join", "barrier"):
+                add(pid, "kcore", f"stall: {t.engine}", kcore, t.start, before=label)
+                add(pid, "kcore", label, t.start, t.end, command=t.index)
+                kcore = t.end
+                continue
+            prev = free.get(t.engine, 0)
+            add(pid, t.engine, "stall: issue", prev, min(t.issue_end, t.start), before=label)
+            add(pid, t.engine, "stall: dependency", max(prev, t.issue_end), t.start, before=label)
+            add(pid, t.engine, label, t.start, t.end, command=t.index)
+            free[t.engine] = t.end
+            add(pid, "kcore", "stall: queue full", kcore, t.issue_start, before=label)
+            add(pid, "kcore", f"issue {label}", t.issue_start, t.issue_end, command=t.index)
+            kcore = t.issue_end
+    return events
+
+
 def write_trace(trace: Mapping[str, Any], path: str | Path) -> Path:
     """Write ``trace`` as JSON to ``path`` (open it in ui.perfetto.dev); return the path."""
     out = Path(path)
@@ -244,10 +324,12 @@ def write_trace(trace: Mapping[str, Any], path: str | Path) -> Path:
 
 
 __all__ = [
+    "STALL_COLOURS",
     "GroupTimelines",
     "SlotCommands",
     "group_trace",
     "model_trace",
+    "sim_events",
     "timeline_events",
     "write_trace",
 ]
