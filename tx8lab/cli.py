@@ -45,6 +45,11 @@ Readings chosen:
   parameters, ``match`` / ``DIFFER`` / ``FAIL: error`` with the max |diff| and the
   folder. ``--hw`` and ``--hw-set`` choose the chip as for ``run`` and are saved in the
   case. Exit 1 when a case did not match, unless its kind is listed as known failing.
+- ``calibrate`` prints the fitted constants and the residual table
+  (:mod:`tx8lab.hw.calibrate`), then the board's whole kernels compiled by the default
+  pipeline and simulated under that fit (:mod:`tx8lab.kernels.board_cases`), with the
+  seconds they took; ``--json`` writes all three (``constants``, ``residuals``,
+  ``kernel_cases``).
 """
 
 from __future__ import annotations
@@ -586,15 +591,34 @@ def _cmd_testcase(args: argparse.Namespace, out: TextIO) -> int:
 
 def _cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
     import json
+    import time
 
-    from tx8lab.hw.calibrate import calibrate, table, to_json, write_calibration
+    from tx8lab.hw.calibrate import (
+        apply,
+        fit,
+        read_board,
+        residuals,
+        table,
+        to_json,
+        write_calibration,
+    )
+    from tx8lab.kernels import board_cases
 
     hw, _ = _hw_from_args(args)
-    fits, res = calibrate(hw, Path(args.board) if args.board else None)
+    rows = read_board(Path(args.board) if args.board else None)
+    fits = fit(rows, hw)
+    res = residuals(rows, apply(hw, fits), fits)
     out.write(table(fits, res) + "\n")
     if args.write or args.out:
         path = write_calibration(fits, Path(args.out) if args.out else None)
         out.write(f"fitted constants written to {path}\n")
+    # the whole kernels are predictions under the fit: compiled, played, never fitted on
+    start = time.perf_counter()
+    cases = board_cases.case_rows(rows, apply(hw, fits), fits)
+    out.write("\n" + board_cases.table(cases) + "\n")
+    out.write(
+        f"(kernel cases compiled, built and simulated in {time.perf_counter() - start:.1f} s)\n"
+    )
     if args.json:
         report = to_json(fits)
         report["residuals"] = [
@@ -610,6 +634,7 @@ def _cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
             }
             for r in res
         ]
+        report["kernel_cases"] = [r.to_json() for r in cases]
         Path(args.json).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
         out.write(f"report written to {args.json}\n")
     return 0
@@ -868,7 +893,10 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Fit the simulator's unknown engine-law constants on the board measurements "
             "shipped in tx8lab/hw/board (closed form or least squares, each from named rows), "
-            "then time every row the model can and print measured, modelled and their ratio. "
+            "then time every row the model can and print measured, modelled and their ratio; "
+            "then compile the board's whole kernels (kernels.csv) with the default pipeline, "
+            "simulate them and print their kernel time and per-engine busy time beside the "
+            "board's. "
             "--write stores the fit in tx8lab/hw/calibration.json, which the tx81 preset reads."
         ),
     )
@@ -876,7 +904,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--write", action="store_true", help="write the fit into the shipped calibration.json"
     )
     calibrate.add_argument("--out", metavar="FILE.json", help="write the fit to FILE instead")
-    calibrate.add_argument("--json", metavar="OUT.json", help="write fit and residuals as JSON")
+    calibrate.add_argument(
+        "--json", metavar="OUT.json", help="write fit, residuals and kernel cases as JSON"
+    )
     calibrate.add_argument(
         "--board", metavar="DIR", help="board measurements (micro.csv, kernels.csv) to fit on"
     )

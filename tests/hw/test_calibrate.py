@@ -8,6 +8,7 @@ the shipped calibration file (the preset must hold exactly what a fit gives).
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -103,6 +104,14 @@ def test_cli_prints_the_tables_and_writes_the_fit(
     )
     rows = json.loads(report.read_text())["residuals"]
     assert all({"row", "measured_ns", "modelled_ns", "ratio"} <= set(r) for r in rows)
+    # then the whole kernels: every engine of the 4096^3 GEMM, TDMA and WDMA included
+    assert "kernel cases" in text
+    cases = json.loads(report.read_text())["kernel_cases"]
+    keys = {"case", "quantity", "row", "measured_ms", "modelled_ms", "ratio", "fitted", "what"}
+    assert all(keys <= set(r) for r in cases)
+    gemm = {r["quantity"] for r in cases if r["case"] == "single-card-gemm-4096 guards OFF"}
+    assert gemm == {"event", "ne", "ct", "rdma", "wdma", "tdma"}
+    assert all(math.isfinite(r["ratio"]) for r in cases)
     assert not list(tmp_path.glob("*.tmp"))
     assert main(["calibrate", "--board", str(tmp_path)]) == 2
     assert "micro.csv is missing" in capsys.readouterr().err

@@ -29,6 +29,12 @@ are one ``VuV_op_loop`` (``src_elem_num = HW*64``, loop over Cx) and the C0 tail
 ``VuV_op`` (``unit_elem_num`` = padded C0); a C <= 32 batch is one ``VuV_op``; the batch
 dimension is the outer loop, as the seed says.
 
+Timing (issue 19: every figure through the one simulator): :func:`timing` turns each
+instruction into a :class:`~tx8lab.hw.sim.SimCommand` (:func:`instruction_law`), plays
+them on one tile with :func:`tx8lab.hw.sim.simulate` and gives each step its engine, start,
+end and busy time (:class:`BatchNormTiming`). The op's own instructions only: the main.c
+loads and stores around it are the program's (``tx8lab.core.program``).
+
 Readings chosen where the seed is vague:
 
 - **Buffers.** One tile slice; SPM buffers in the order in, scale, shift, mean, var, imm,
@@ -58,6 +64,19 @@ Readings chosen where the seed is vague:
   until it sets ``done``. :func:`main_loop` executes that loop with the numpy flow.
 - A step's ``values`` are what its buffer holds in the buffer's current format (fp16 bits
   in the low halves after step 1, fp32 after step 2, ...), in the slice's logical shape.
+- **GatherScatter timing.** An inner transfer is a run of elements contiguous at both
+  ends (:func:`inner_transfers`): 16-bit elements into 32-bit slots are one 2-byte
+  transfer each, so the TDMA law counts one iteration per element. One instruction is
+  one command, as the seed issues it; the board's LSU watchdog trips a single
+  GatherScatter of about 32,768 iterations (``micro.csv`` "TDMA execution counter
+  increment ... fatal") and a compiler splits at 16,384, which would add only the law's
+  fixed cost per extra command.
+- **CGRA timing.** Every CGRA instruction here works on fp32 slots, so the CT law runs at
+  the fp32 rate with 32 lanes (a conversion too: its wider side); its vector work per
+  element is the op library's for the same operation (``Sub``, ``Mul``, ``Add``,
+  ``Rsqrt``, ``Convert``: :data:`CT_OP_KIND`); a ``VuV_*_loop`` is one command over its
+  full element count. Byte ranges are the fp32 bytes each reads and writes; a
+  GatherScatter covers its whole source and destination buffers.
 """
 
 from __future__ import annotations
@@ -75,10 +94,13 @@ from tx8lab.core.attrs import LayoutMode
 from tx8lab.core.dtypes import FLOAT_DTYPES, bits_of, from_bits_image, round_to, to_bits_image
 from tx8lab.core.ir import Op
 from tx8lab.core.layouts import BATCH_ALIGN_BITS, Geometry, geometry, layout_for, pack, slot_map
+from tx8lab.core.ops import get_op_def
 from tx8lab.core.ops.norm import rsqrt_f32
 from tx8lab.core.schedule.tasks import OpStrategy
 from tx8lab.errors import Tx8labError
+from tx8lab.hw import laws
 from tx8lab.hw.config import ChipConfig
+from tx8lab.hw.sim import Range, SimCommand, SimResult, simulate
 
 Array = npt.NDArray[Any]
 
@@ -298,17 +320,49 @@ def _offsets_bytes(shape: tuple[int, ...], dtype: str) -> Array:
     return out
 
 
+def inner_transfers(src_off: Array, dst_off: Array, nbytes: int) -> tuple[int, int]:
+    """``(iterations, inner bytes)`` of a GatherScatter moving ``nbytes`` per element.
+
+    Consecutive elements share one inner transfer while both their source and their
+    destination bytes are contiguous; the descriptor's inner size is uniform (seed: a
+    3-level stride/iteration descriptor), so it is the largest size every run is a whole
+    number of.
+
+    Examples:
+        >>> inner_transfers(np.array([0, 2, 4, 6]), np.array([0, 4, 8, 12]), 2)  # fp16 -> slots
+        (4, 2)
+        >>> inner_transfers(np.array([0, 4, 8, 12]), np.array([64, 68, 72, 76]), 4)
+        (1, 16)
+    """
+    if len(src_off) == 0:
+        return 0, nbytes
+    breaks = (np.diff(src_off) != nbytes) | (np.diff(dst_off) != nbytes)
+    starts = np.flatnonzero(np.concatenate(([True], breaks)))
+    runs = np.diff(np.append(starts, len(src_off)))
+    inner = int(np.gcd.reduce(runs))
+    return len(src_off) // inner, inner * nbytes
+
+
 def gather_scatter(
     spm: Spm, src: int, dst: int, src_off: Array, dst_off: Array, nbytes: int
 ) -> Instr:
     """``op_gatherScatter`` (TDMA): byte ``src + src_off[k]`` -> ``dst + dst_off[k]``.
 
-    Offsets are bytes; ``nbytes`` is the element size moved.
+    Offsets are bytes; ``nbytes`` is the element size moved. The instruction records its
+    inner transfers (:func:`inner_transfers`), which the TDMA law times.
     """
     idx = np.arange(nbytes)
     spm.mem[(dst + dst_off)[:, None] + idx] = spm.mem[(src + src_off)[:, None] + idx]
+    iterations, inner = inner_transfers(src_off, dst_off, nbytes)
     return spm.issue(
-        "TDMA", "op_gatherScatter", src=src, dst=dst, elem_num=len(src_off), elem_bytes=nbytes
+        "TDMA",
+        "op_gatherScatter",
+        src=src,
+        dst=dst,
+        elem_num=len(src_off),
+        elem_bytes=nbytes,
+        inner_num=iterations,
+        inner_bytes=inner,
     )
 
 
@@ -780,3 +834,179 @@ def main_c_for_group(group_op: Op, hw: ChipConfig, *, tile: int = 0) -> str:
         )
     strategy = default_strategy(group_op, hw).ops[bns[0].id]
     return main_c(bns[0], strategy, tile=tile)
+
+
+# ----------------------------------------------------------------- timing
+#: The walkthrough's engine names -> the simulator's.
+SIM_ENGINE = {"TDMA": "tdma", "CGRA": "ct"}
+
+#: CGRA instruction -> the op library kind that does the same vector work per element
+#: (its ``vector_ops``); ``convert_*`` is ``Convert`` whatever the two types.
+CT_OP_KIND = {
+    "VuV_sub": "tx8be.Sub",
+    "VuV_mul": "tx8be.Mul",
+    "VuV_add": "tx8be.Add",
+    "addVS": "tx8be.Add",
+    "rsqrt": "tx8be.Rsqrt",
+    "convert": "tx8be.Convert",
+}
+
+
+@dataclass(frozen=True)
+class StepTiming:
+    """When one of the ten steps ran in the simulator (cycles from the op's first issue)."""
+
+    index: int
+    title: str
+    engine: str
+    """``tdma`` or ``ct``; ``-`` for a step the dtype skips."""
+    start_cycles: int
+    """Its first command's engine start (0 for a skipped step)."""
+    end_cycles: int
+    """Its last command's end."""
+    busy_cycles: int
+    """The engine time of its commands (their laws)."""
+    formulas: tuple[str, ...]
+    """Each command's law with its numbers."""
+
+
+@dataclass(frozen=True)
+class BatchNormTiming:
+    """The ten steps of one :class:`BatchNormRun` played by the tile simulator."""
+
+    steps: tuple[StepTiming, ...]
+    result: SimResult
+    """The simulator's run (tile 0): every command's issue, start and end."""
+
+    @property
+    def total_cycles(self) -> int:
+        """The op's time: the last command's end."""
+        return self.result.body_cycles
+
+    def us(self, cycles: int) -> float:
+        """Cycles as microseconds at the chip's clock."""
+        return self.result.ms(cycles) * 1e3
+
+    def table(self) -> list[dict[str, Any]]:
+        """One row per step (for a DataFrame): engine, start, end and busy time in µs."""
+        return [
+            {
+                "step": s.index,
+                "what": s.title,
+                "engine": s.engine,
+                "start us": round(self.us(s.start_cycles), 3),
+                "end us": round(self.us(s.end_cycles), 3),
+                "busy us": round(self.us(s.busy_cycles), 3),
+            }
+            for s in self.steps
+        ]
+
+
+def _spm_range(addr: int, nbytes: int) -> Range:
+    return Range("spm", addr, addr + nbytes)
+
+
+def _region_at(run: BatchNormRun, addr: int, instr: Instr) -> Range:
+    """The whole buffer starting at ``addr`` (a GatherScatter's source or destination)."""
+    for r in run.regions:
+        if r.addr == addr:
+            return _spm_range(r.addr, r.nbytes)
+    raise Tx8labError(
+        f"BatchNorm timing: {instr} names SPM byte 0x{addr:x}, no buffer starts there"
+    )
+
+
+@dataclass(frozen=True)
+class TimedInstr:
+    """One walkthrough instruction as the simulator sees it."""
+
+    engine: str
+    """``tdma`` or ``ct``."""
+    law: laws.Timed
+    reads: tuple[Range, ...]
+    writes: tuple[Range, ...]
+
+
+def instruction_law(instr: Instr, run: BatchNormRun, hw: ChipConfig) -> TimedInstr:
+    """One walkthrough instruction's engine, law and SPM byte ranges.
+
+    A GatherScatter is the TDMA law of its inner transfers and covers the whole source
+    and destination buffers; a CGRA instruction is the CT law of its element count (a
+    loop's full count), the op library's vector work per element of the same operation
+    (:data:`CT_OP_KIND`) and fp32 (every CGRA instruction here works on fp32 slots), over
+    the fp32 bytes it reads and writes.
+
+    Raises:
+        Tx8labError: an instruction or engine without a law here (names it).
+    """
+    args = dict(instr.args)
+    engine = SIM_ENGINE.get(instr.engine)
+    if engine == "tdma" and instr.name == "op_gatherScatter":
+        return TimedInstr(
+            "tdma",
+            laws.tdma(int(args["inner_num"]), int(args["inner_bytes"]), hw),
+            (_region_at(run, int(args["src"]), instr),),
+            (_region_at(run, int(args["dst"]), instr),),
+        )
+    base = instr.name.removesuffix("_loop")
+    kind = CT_OP_KIND.get("convert" if base.startswith("convert_") else base)
+    if engine != "ct" or kind is None:
+        raise Tx8labError(
+            f"BatchNorm timing: no engine law for {instr.engine} instruction {instr.name!r} "
+            f"(known: op_gatherScatter on TDMA; {', '.join(CT_OP_KIND)} on CGRA)"
+        )
+    reads: tuple[Range, ...]
+    if "src_elem_num" in args:  # VuV: a source vector against a repeating unit vector
+        looped = instr.name.endswith("_loop")
+        count = int(args["full_src_elem_num" if looped else "src_elem_num"])
+        unit = int(args["full_unit_elem_num" if looped else "unit_elem_num"])
+        reads = (_spm_range(args["src"], 4 * count), _spm_range(args["unit"], 4 * unit))
+    else:  # one fp32 source (in place for addVS, rsqrt and the converts)
+        count = int(args["elem_num"])
+        reads = (_spm_range(args["src"], 4 * count),)
+    law = laws.ct(count, get_op_def(kind).vector_ops, "f32", hw)
+    return TimedInstr("ct", law, reads, (_spm_range(args["dst"], 4 * count),))
+
+
+def timing(run: BatchNormRun, hw: ChipConfig) -> BatchNormTiming:
+    """Time the ten steps: every instruction one simulator command, played on one tile.
+
+    The kernel core issues the instructions in the steps' order; each waits for its
+    engine and for the earlier ones whose SPM bytes it shares (``tx8lab.hw.sim``).
+
+    Examples:
+        >>> from tx8lab.hw.presets import TX81
+        >>> run = batchnorm_flow(np.ones((1, 1, 2, 8)), *[np.ones(8)] * 4)
+        >>> t = timing(run, TX81)
+        >>> [s.engine for s in t.steps][:3], t.total_cycles == t.steps[-1].end_cycles
+        (['tdma', 'ct', 'ct'], True)
+    """
+    commands: list[SimCommand] = []
+    owner: list[int] = []
+    formulas: dict[int, list[str]] = {}
+    for step in run.steps:
+        for instr in step.instructions:
+            timed = instruction_law(instr, run, hw)
+            label = f"step {step.index} {instr}"
+            commands.append(
+                SimCommand(timed.engine, timed.law.cycles(hw), timed.reads, timed.writes, label)
+            )
+            owner.append(step.index)
+            formulas.setdefault(step.index, []).append(timed.law.formula)
+    result = simulate({0: commands}, hw)
+    timings = result.tiles[0].timings
+    out = []
+    for step in run.steps:
+        mine = [t for t, i in zip(timings, owner, strict=True) if i == step.index]
+        out.append(
+            StepTiming(
+                step.index,
+                step.title,
+                mine[0].engine if mine else "-",
+                min((t.start for t in mine), default=0),
+                max((t.end for t in mine), default=0),
+                sum(t.end - t.start for t in mine),
+                tuple(formulas.get(step.index, ())),
+            )
+        )
+    return BatchNormTiming(tuple(out), result)
