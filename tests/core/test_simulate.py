@@ -141,7 +141,7 @@ def test_a_group_is_timed_by_its_commands_and_its_first_tile_is_its_slowest() ->
         assert entries[gid]["cycles"] == first.cycles
         # every engine's busy time lies inside the body
         assert max(first.busy.values()) <= first.cycles
-        engine, reason, cycles = first.costliest_stall or ("", "", 0)
+        engine, _, cycles = first.costliest_stall or ("", "", 0)
         assert cycles == max(
             (c for e, rs in first.stalls.items() for c in rs.values() if e == engine),
             default=0,

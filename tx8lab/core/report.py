@@ -191,8 +191,8 @@ def plan_vs_simulated(model: ModelEstimate) -> dict[str, Any]:
     stalls: dict[str, dict[str, int]] = {}
     simulated = 0
     for g in model.groups:
-        for engine, cycles in g.engine_busy_cycles.items():
-            row = busy[SIM_ENGINE_OF[engine]]
+        for plan_engine, cycles in g.engine_busy_cycles.items():
+            row = busy[SIM_ENGINE_OF[plan_engine]]
             row["plan"] = (row["plan"] or 0) + cycles
         if g.sim is None:
             continue

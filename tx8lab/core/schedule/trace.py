@@ -254,9 +254,7 @@ def model_trace(
     }
 
 
-def sim_events(
-    result: SimResult, *, pid_base: int, offset_cycles: int = 0
-) -> list[dict[str, Any]]:
+def sim_events(result: SimResult, *, pid_base: int, offset_cycles: int = 0) -> list[dict[str, Any]]:
     """The simulated run as trace events: commands and stalls per tile and engine.
 
     Examples:
@@ -266,10 +264,16 @@ def sim_events(
         >>> _ = b.load(4096, Range("spm", 0, 4096), label="ld x")
         >>> _ = b.ct(2048, 1, "f16", reads=(Range("spm", 0, 4096),), label="add")
         >>> ev = sim_events(simulate({0: b.commands}, TX81), pid_base=20)
-        >>> [(e["name"], e["args"]["engine"]) for e in ev if e["ph"] == "X"]  # doctest: +NORMALIZE_WHITESPACE
-        [('stall: issue', 'rdma'), ('ld x', 'rdma'), ('issue ld x', 'kcore'),
-         ('stall: issue', 'ct'), ('stall: dependency', 'ct'), ('add', 'ct'),
-         ('issue add', 'kcore')]
+        >>> for e in ev:
+        ...     if e["ph"] == "X":
+        ...         print(e["name"], "on", e["args"]["engine"])
+        stall: issue on rdma
+        ld x on rdma
+        issue ld x on kcore
+        stall: issue on ct
+        stall: dependency on ct
+        add on ct
+        issue add on kcore
     """
     clock = result.clock_hz
     tid = {e: i for i, e in enumerate(SIM_ENGINES)}
