@@ -793,7 +793,8 @@ def calibration(hw: ChipConfig) -> list[dict[str, object]]:
         alt = model(board_config(**knobs), hw)
         setting = ", ".join(f"{k}={v!r}" for k, v in knobs.items())
         for what in quantities:
-            row(f"  {label}: {_QUANTITY[what][0]}", setting, value(alt, what), what)
+            name = "kernel body" if what == "latency" else _QUANTITY[what][0]
+            row(f"  {label}: {name}", setting, value(alt, what), what)
     return out
 
 
