@@ -163,7 +163,7 @@ def vector_cycles(
     Examples:
         >>> from tx8lab.hw.presets import TX81
         >>> vector_cycles("Exp", ((256, 256),), ("f32",), (), TX81)  # 47 ns + 65536 x 8 / 32e9
-        16430
+        16431
     """
     operands = [
         Value(-1, i, TensorType(s, d), is_arg=True)

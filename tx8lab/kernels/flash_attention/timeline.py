@@ -60,21 +60,25 @@ alternative visible; :func:`calibration` lists a row for each):
 
 - **Vector math type** (``vector_dtype``): fp32, seed 004 §2.1 and the NE's fp32 partial
   sums (``kernels.csv``: "FP32 psum"). The alternative, 16-bit vector math (the type a
-  graph's Softmax runs at when its operand is BF16), fits the board's CT time about as
-  well from the other side: 1.127 ms on the busiest tile is 7.6 fp32 or 15 bf16 ops per
-  score element, and the kernel's softmax counts 13 (``Exp`` 8) plus the row work. The
-  board kernel used ``Explp`` (faster than ``Exp``, ``micro.csv``) whose cost is not
-  published, so ``Exp`` keeps the op library's 8 ops.
+  graph's Softmax runs at when its operand is BF16), is the other side of the board's CT
+  time: its 1.127 ms on the busiest tile is 7.6 fp32 or 15 bf16 ops per score element,
+  while the kernel's softmax counts 13 (``Exp`` 8) plus the row work, so fp32 models the
+  CT well above the board and bf16 somewhat below it. The board kernel used ``Explp``
+  (faster than ``Exp``, hw-fa-fusion §1.4) whose cost is not published, so ``Exp`` keeps
+  the op library's 8 ops.
 - **K/V residency** (``kv_resident``): resident when they fit, so each K/V byte is read
-  once per head (the busiest tile's RDMA time, 0.388 ms, is what 3 MiB takes at one
-  tile's fitted RDMA rate). Streaming K_j/V_j per pair (``kv_resident=False``) fits the
-  board's whole-card DDR read (144 MiB for a later version of the kernel, ``micro.csv``)
-  instead; its RDMA and TDMA rows are in the calibration table.
+  once per head (the busiest tile's RDMA time, 0.388 ms, is what its 3 MiB of Q, K and V
+  take at one tile's fitted RDMA rate). Streaming K_j/V_j per pair (``kv_resident=False``)
+  fits another board figure instead: the whole-card DDR read of 144 MiB (``micro.csv``,
+  a version of the kernel with a 4.086 ms event; per pair K_j and V_j plus Q once make
+  140 MiB, resident K/V 42 MiB). Its RDMA and TDMA rows are in the calibration table.
 - **Kᵀ** (``transpose``): ``"tdma"`` (default) a GatherScatter of single elements into
-  Cx, as the board's attention work did (its LSU timeout study is a 32,768-transfer GS;
-  the compiler then capped a GS at 16,384); ``"ct"`` the op library's ``Transpose`` on
-  the CT (1 op per element, as a graph's Transpose is costed); ``"ne"`` the NE reads K
-  as it is (a what-if: no source says the NE takes a transposed operand).
+  Cx: the board notes' GatherScatter policy (16,384 inner transfers per command, after a
+  32,768-transfer GS tripped the LSU timeout) comes from the attention work, and the
+  board kernel's TDMA was busy 0.885 ms; no source says which moves those were.
+  ``"ct"``: the op library's ``Transpose`` on the CT (1 op per element, as a graph's
+  Transpose is costed); ``"ne"``: the NE reads K as it is (a what-if: no source says the
+  NE takes a transposed operand).
 - **DDR layout** (``io_layout``): ``"nd"`` (default: the board's Q/K/V/O are BNSD
   tensors) converts on the TDMA in SPM (``micro.csv``: the RDMA strides only on the DDR
   side, "SPM-side stride needs GatherScatter"); ``"ncx"`` (DDR already in NCx, as the
