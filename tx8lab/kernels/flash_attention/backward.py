@@ -66,12 +66,6 @@ from tx8lab.kernels.flash_attention.stream import (
 from tx8lab.kernels.flash_attention.templates import choose_backward_template
 from tx8lab.kernels.flash_attention.timeline import FaConfig, check_config, split_units
 
-#: Vector ops (op library kinds) per score element to recompute P (plus ``Where`` on
-#: diagonal blocks and ``Convert`` when the vector type is not the input's).
-BWD_P_OPS: tuple[str, ...] = ("Mul", "Sub", "Exp")
-#: Vector ops per score element for dS = P (dP - D) (plus ``Convert``).
-BWD_DS_OPS: tuple[str, ...] = ("Sub", "Mul")
-
 
 @dataclass(frozen=True)
 class FagModel:
@@ -410,8 +404,6 @@ def fag_model(cfg: FaConfig, hw: ChipConfig) -> FagModel:
 
 
 __all__ = [
-    "BWD_DS_OPS",
-    "BWD_P_OPS",
     "FagModel",
     "build_fag_tile",
     "fag_model",

@@ -490,20 +490,6 @@ def run_tiles(
     return TileSet(result, slowest, stream)
 
 
-def report_stalls(stalls: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
-    """JSON-ready copy of a stall table."""
-    return {e: dict(rs) for e, rs in stalls.items()}
-
-
-def as_plain(value: Any) -> Any:
-    """Tuples to lists, recursively (for JSON)."""
-    if isinstance(value, tuple | list):
-        return [as_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): as_plain(v) for k, v in value.items()}
-    return value
-
-
 __all__ = [
     "CX_BLOCK",
     "ELEM_BYTES",
@@ -514,10 +500,8 @@ __all__ = [
     "SpmLayout",
     "TileSet",
     "TileStream",
-    "as_plain",
     "elem_bytes",
     "ncx_runs",
-    "report_stalls",
     "run_tiles",
     "vector_cycles",
     "vector_ops",

@@ -126,7 +126,6 @@ from tx8lab.kernels.flash_attention.stream import (
     TileStream,
     elem_bytes,
     run_tiles,
-    vector_ops,
 )
 from tx8lab.kernels.flash_attention.templates import (
     choose_forward_template,
@@ -137,17 +136,6 @@ from tx8lab.kernels.flash_attention.templates import (
 
 #: Engines of the reports (``kcore``: the kernel core issuing and joining).
 ENGINES: tuple[str, ...] = REPORT_ENGINES
-
-#: Vector ops (op library kinds) per score element of a pair, in issue order.
-SCORE_OPS: tuple[str, ...] = ("Mul", "ReduceMax", "Sub", "Exp", "ReduceSum")
-#: Vector ops per row of a pair after the first of its row block: running max, alpha,
-#: running sum.
-ROW_OPS: tuple[str, ...] = ("Max", "Sub", "Exp", "Mul", "Add")
-#: Vector ops per accumulator element of a pair after the first: rescale, add P V.
-ACC_OPS: tuple[str, ...] = ("Mul", "Add")
-#: Vector ops at the end of a row block: per row Log, Add (lse), Reciprocal; per output
-#: element Mul (and Convert when the vector type is not the input's).
-FINAL_ROW_OPS: tuple[str, ...] = ("Log", "Add", "Reciprocal")
 
 #: The board figure: BF16 [1,28,2048,128] causal prefill, 256x256 blocks, whole heads
 #: per tile (12 tiles x 2 heads + 4 x 1), busiest tile 72 block pairs. Kernel body
@@ -850,14 +838,10 @@ def search(
 
 
 __all__ = [
-    "ACC_OPS",
     "BOARD",
     "ENGINES",
-    "FINAL_ROW_OPS",
     "READINGS",
-    "ROW_OPS",
     "SCHEDULES",
-    "SCORE_OPS",
     "FaConfig",
     "FaModel",
     "board_config",
@@ -872,5 +856,4 @@ __all__ = [
     "split_work",
     "spm_bytes",
     "spm_layout",
-    "vector_ops",
 ]
