@@ -37,6 +37,7 @@ def test_board_shape_with_block_writes_the_simulated_figures(
     assert set(data["tile_ms"]) == {str(t) for t in range(16)}
     assert max(data["tile_ms"].values()) == pytest.approx(data["latency_ms"])
     assert data["top_stall"] == {"engine": engine, "reason": reason, "ms": pytest.approx(ms)}
+    assert data["waiting_on"] == pytest.approx(want.waiting_on())
     assert data["config"]["block"] == [256, 256]
     assert data["config"]["sync_issue"] is False
     assert data["template"] == "S1S2"

@@ -471,6 +471,8 @@ def _cmd_fa(args: argparse.Namespace, out: TextIO) -> int:
     limit = result.limiting_engine
     limit_ms = result.tiles.tile_busy_ms(result.busiest_tile)[limit]
     busy = ", ".join(f"{k} {v:.3f}" for k, v in result.busy_ms.items())
+    waits = ", ".join(f"{k} {v:.3f}" for k, v in result.waiting_on().items())
+    waits = f" (waiting on {waits})" if waits and reason == "dependency" else ""
     out.write(
         f"  block {c.block[0]}x{c.block[1]}, schedule {schedule_name(c)}, split {c.split}, "
         f"K/V resident {result.kv_resident}, SPM {result.spm_bytes:,} B\n"
@@ -480,7 +482,7 @@ def _cmd_fa(args: argparse.Namespace, out: TextIO) -> int:
         f"{max(result.tile_pairs)} block pairs on the busiest, load balance "
         f"{100 * result.load_balance:.1f}%)\n"
         f"  limiting engine {limit} (busy {limit_ms:.3f} ms on the slowest tile); "
-        f"largest stall: {engine} {reason} {ms:.3f} ms\n"
+        f"largest stall: {engine} {reason} {ms:.3f} ms{waits}\n"
         f"  busy ms (largest over tiles): {busy}\n"
     )
     if args.backward:

@@ -273,6 +273,10 @@ def test_board_busiest_tile_engines_by_law() -> None:
     per_pair = 5 * _ct(n, 1, "f32") + _ct(n, 8, "f32")
     assert m.busy_ms["ct"] > (72 * per_pair + 16 * _ct(n, 1, "f32")) * ms
     assert m.limiting_engine == "ct"
+    # the CT's dependency stalls, walked back along the commands that set each start
+    waits = m.waiting_on()
+    assert sum(waits.values()) == pytest.approx(m.stall_ms["ct"]["dependency"])
+    assert max(waits, key=lambda e: waits[e]) == "tdma"  # the K^T transposes
     _check_ordering(m)
 
 

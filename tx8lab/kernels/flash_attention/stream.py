@@ -370,6 +370,13 @@ def _overlaps(a: Range, b: Range) -> bool:
     return a.space == b.space and a.lo < b.hi and b.lo < a.hi
 
 
+def _conflicts(first: SimCommand, then: SimCommand) -> bool:
+    """Whether ``then`` must wait for ``first`` (read after write, write after either)."""
+    return any(_overlaps(w, r) for w in first.writes for r in then.reads) or any(
+        _overlaps(x, w) for x in (*first.reads, *first.writes) for w in then.writes
+    )
+
+
 def ncx_runs(rows: int, channels: int) -> tuple[int, int]:
     """(contiguous runs, elements per run) of a Tensor <-> Cx/NCx move of ``rows x C``.
 
@@ -437,6 +444,46 @@ class TileSet:
             return engine, "none", 0.0
         ms, e, r = max(every)
         return e, r, ms
+
+    def waiting_on(self, engine: str, window: int = 512) -> dict[str, float]:
+        """Engine -> ms: what ``engine``'s dependency stalls on the slowest tile waited for.
+
+        Each stall (the command was issued and its engine free, yet it could not start)
+        is walked back along the chain of commands that set its start: the earlier
+        command with a conflicting range, or on the same engine, that ended right then;
+        each stretch of the stall is charged to the engine running that command, and to
+        ``kcore`` where a command waited for its issue. ``window`` bounds how far back a
+        producer is looked for.
+        """
+        cmds, timings = self.stream.commands, self.result.tiles[self.slowest].timings
+        out: dict[str, int] = {}
+
+        def setter(k: int) -> int | None:
+            start = timings[k].start
+            for a in range(k - 1, max(-1, k - window), -1):
+                if timings[a].end == start and (
+                    cmds[a].engine == cmds[k].engine or _conflicts(cmds[a], cmds[k])
+                ):
+                    return a
+            return None
+
+        free = 0
+        for k, (c, t) in enumerate(zip(cmds, timings, strict=True)):
+            if c.engine != engine:
+                continue
+            lo = max(free, t.issue_end)
+            free = t.end
+            cur, hi = k, t.start
+            while hi > lo:
+                a = setter(cur)
+                if a is None:
+                    out["kcore"] = out.get("kcore", 0) + hi - lo
+                    break
+                seg = max(lo, timings[a].start)
+                out[cmds[a].engine] = out.get(cmds[a].engine, 0) + hi - seg
+                cur, hi = a, seg
+        ms = self.result.ms
+        return {e: ms(v) for e, v in sorted(out.items(), key=lambda kv: -kv[1]) if v}
 
 
 def run_tiles(

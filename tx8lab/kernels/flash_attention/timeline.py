@@ -254,6 +254,14 @@ class FaModel:
                 out.append((pair, timing))
         return out
 
+    def waiting_on(self) -> dict[str, float]:
+        """Engine -> ms the limiting engine's dependency stalls waited for (critical chain).
+
+        See :meth:`~.stream.TileSet.waiting_on`: the board tiling's CT waits on the NE
+        computing its scores and, behind it, on the TDMA making Kᵀ.
+        """
+        return self.tiles.waiting_on(self.limiting_engine)
+
     def as_dict(self) -> dict[str, object]:
         """JSON-ready summary (no command list)."""
         cfg = asdict(self.config)
@@ -267,6 +275,7 @@ class FaModel:
             "busiest_tile": self.busiest_tile,
             "limiting_engine": self.limiting_engine,
             "top_stall": {"engine": engine, "reason": reason, "ms": ms},
+            "waiting_on": self.waiting_on(),
             "commands": len(self.commands),
             "tile_pairs": list(self.tile_pairs),
             "load_balance": self.load_balance,
