@@ -32,12 +32,15 @@ Readings chosen:
   producer/consumer pair on stdout and, with ``--json``, writes the report of
   :func:`tx8lab.kernels.loop_fusion.report`; ``--print-fused`` appends the fused MLIR.
 - ``fa --shape B,N,S,D`` models the FlashAttention forward kernel on the chip
-  (:mod:`tx8lab.kernels.flash_attention.timeline`). With ``--block BR,BC`` it models that
-  tiling with ``--schedule`` (default ``board``: the calibrated board kernel's pipelining)
-  and ``--split`` (default ``bn``, whole heads per tile); without ``--block`` it searches
-  block sizes x schedules x splits and reports the best. ``--json`` writes
-  ``latency_ms`` (slowest tile's kernel body), ``busy_ms`` (per engine, busiest tile),
-  the split, template and tiling key; for the board's shape also the calibration table.
+  (:mod:`tx8lab.kernels.flash_attention.timeline`, timed by the tile simulator). With
+  ``--block BR,BC`` it models that tiling with ``--schedule`` (default ``serial``: one
+  buffer, the board kernel's pipelining) and ``--split`` (default ``bn``, whole heads per
+  tile); without ``--block`` it searches block sizes x schedules x splits, every candidate
+  under the baseline's issue model and readings, and reports the best. The text names the
+  limiting engine and its largest stall. ``--json`` writes ``latency_ms`` (slowest tile's
+  kernel body), ``tile_ms``, ``busy_ms`` (keys ``ne ct rdma wdma tdma kcore``, the largest
+  over the tiles), ``stall_ms`` (slowest tile, by engine and reason), the split, template
+  and tiling key; for the board's shape also the calibration table.
   ``--backward`` adds the backward pass (FAG) modelled at the same tiling.
 - ``testcase OP --seed N --out DIR`` writes seed 001's random test cases of an op kind
   (:mod:`tx8lab.kernels.op_testcase`), case ``i`` of ``--count K`` with seed ``N + i``;
@@ -475,16 +478,19 @@ def _cmd_fa(args: argparse.Namespace, out: TextIO) -> int:
         FaConfig,
         calibration,
         model,
+        schedule_name,
         search,
     )
 
     shape = _ints(args.shape, 4, "--shape", "B,N,S,D e.g. 1,28,2048,128")
     hw, _ = _hw_from_args(args)
     b, n, s, d = shape
-    pp, di, sync = SCHEDULES[args.schedule]
+    pp, di = SCHEDULES[args.schedule]
     cfg = FaConfig(
         b=b, n1=n, s1=s, d=d, s2=args.s2, n2=args.kv_heads, causal=args.causal,
-        dtype=args.dtype, pingpong=pp, double_issue=di, sync_issue=sync, split=args.split,
+        dtype=args.dtype, pingpong=pp, double_issue=di, sync_issue=args.sync_issue,
+        split=args.split, vector_dtype=args.vector_dtype, transpose=args.transpose,
+        io_layout=args.io_layout,
     )  # fmt: skip
     data: dict[str, Any]
     if args.block:
@@ -500,24 +506,34 @@ def _cmd_fa(args: argparse.Namespace, out: TextIO) -> int:
         data["tried"] = [
             {
                 "block": list(m.config.block),
-                "schedule": _schedule_name(m.config, SCHEDULES),
+                "schedule": schedule_name(m.config),
                 "split": m.config.split,
                 "latency_ms": m.latency_ms,
+                "limiting_engine": m.limiting_engine,
             }
             for m in sorted(tried, key=lambda m: m.latency_ms)
         ]
-        out.write(f"searched {len(tried)} tilings; best:\n")
+        issue = "kernel core joining on inputs" if cfg.sync_issue else "asynchronous issue"
+        out.write(f"searched {len(tried)} tilings (all with {issue}); best:\n")
     c = result.config
-    data["schedule"] = _schedule_name(c, SCHEDULES)
+    engine, reason, ms = result.top_stall
+    limit = result.limiting_engine
+    limit_ms = result.tiles.tile_busy_ms(result.busiest_tile)[limit]
+    busy = ", ".join(f"{k} {v:.3f}" for k, v in result.busy_ms.items())
+    waits = ", ".join(f"{k} {v:.3f}" for k, v in result.waiting_on().items())
+    waits = f" (waiting on {waits})" if waits and reason == "dependency" else ""
     out.write(
-        f"  block {c.block[0]}x{c.block[1]}, schedule {data['schedule']}, split {c.split}, "
+        f"  block {c.block[0]}x{c.block[1]}, schedule {schedule_name(c)}, split {c.split}, "
         f"K/V resident {result.kv_resident}, SPM {result.spm_bytes:,} B\n"
+        f"  vector math {c.vector_dtype}, K^T by {c.transpose}, DDR layout {c.io_layout}\n"
         f"  template {result.template}, tiling key {result.tiling_key}\n"
         f"  latency {result.latency_ms:.3f} ms (slowest tile {result.busiest_tile}, "
-        f"{max(result.tile_pairs)} block pairs, load balance {100 * result.load_balance:.1f}%)\n"
+        f"{max(result.tile_pairs)} block pairs on the busiest, load balance "
+        f"{100 * result.load_balance:.1f}%)\n"
+        f"  limiting engine {limit} (busy {limit_ms:.3f} ms on the slowest tile); "
+        f"largest stall: {engine} {reason} {ms:.3f} ms{waits}\n"
+        f"  busy ms (largest over tiles): {busy}\n"
     )
-    busy = ", ".join(f"{k} {v:.3f}" for k, v in result.busy_ms.items())
-    out.write(f"  busy ms on that tile: {busy}\n")
     if args.backward:
         from tx8lab.kernels.flash_attention.backward import fag_model
 
@@ -527,25 +543,21 @@ def _cmd_fa(args: argparse.Namespace, out: TextIO) -> int:
             data["backward"] = {"error": str(err)}
             out.write(f"  backward at this tiling: {err}\n")
         else:
-            data["backward"] = {
-                "latency_ms": bwd.latency_ms,
-                "busy_ms": bwd.busy_ms,
-                "tile_pairs": list(bwd.tile_pairs),
-                "load_balance": bwd.load_balance,
-                "spm_bytes": bwd.spm_bytes,
-                "template": bwd.template,
-            }
+            data["backward"] = bwd.as_dict()
+            engine, reason, ms = bwd.top_stall
             busy = ", ".join(f"{k} {v:.3f}" for k, v in bwd.busy_ms.items())
             out.write(
-                f"  backward ({bwd.template}): latency {bwd.latency_ms:.3f} ms; busy ms {busy}\n"
+                f"  backward ({bwd.template}): latency {bwd.latency_ms:.3f} ms, limiting "
+                f"engine {bwd.limiting_engine}, largest stall {engine} {reason} {ms:.3f} ms\n"
+                f"    busy ms {busy}\n"
             )
     if shape == BOARD["shape"] and args.causal:
         rows = calibration(hw)
         data["calibration"] = rows
-        out.write("  calibration (board tiling 256x256, schedule board, split bn):\n")
+        out.write("  calibration (board tiling 256x256, serial, split bn):\n")
         for row in rows:
             out.write(
-                f"    {row['quantity']:<36}model {row['model_ms']:.3f} ms  "
+                f"    {row['quantity']:<58}model {row['model_ms']:.3f} ms  "
                 f"board {row['board_ms']:.3f} ms  ratio {row['ratio']:.2f}\n"
             )
     if args.json:
@@ -554,11 +566,6 @@ def _cmd_fa(args: argparse.Namespace, out: TextIO) -> int:
         write_report(args.json, data)
         out.write(f"report written to {args.json}\n")
     return 0
-
-
-def _schedule_name(cfg: Any, schedules: dict[str, tuple[bool, bool, bool]]) -> str:
-    key = (cfg.pingpong, cfg.double_issue, cfg.sync_issue)
-    return next((name for name, value in schedules.items() if value == key), "custom")
 
 
 def _ints(text: str, count: int, flag: str, example: str) -> tuple[int, ...]:
@@ -811,10 +818,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     fa = sub.add_parser(
         "fa",
-        help="model the FlashAttention forward kernel on the chip (NE/CT timeline per tile)",
+        help="model the FlashAttention forward kernel on the chip (per-tile command streams)",
         description=(
-            "Model FlashAttention forward on the TX8 tile model: C/V tiling, ping-pong, "
-            "cube double issue, core split. Without --block, search the tilings."
+            "Model FlashAttention forward on the TX8 tile simulator: C/V tiling, ping-pong, "
+            "cube double issue, core split, layout moves. Without --block, search the "
+            "tilings (every candidate modelled like the baseline)."
         ),
     )
     fa.add_argument("--shape", required=True, metavar="B,N,S,D", help="query shape (BNSD)")
@@ -822,9 +830,9 @@ def build_parser() -> argparse.ArgumentParser:
     fa.add_argument("--block", metavar="BR,BC", help="NE block (rows of Q, columns of K)")
     fa.add_argument(
         "--schedule",
-        choices=("board", "serial", "pingpong", "double-issue"),
-        default="board",
-        help="pipelining (default board: one buffer, kernel core joins on inputs)",
+        choices=("serial", "pingpong", "double-issue"),
+        default="serial",
+        help="pipelining (default serial: one buffer, as the board kernel)",
     )
     fa.add_argument(
         "--split",
@@ -833,6 +841,29 @@ def build_parser() -> argparse.ArgumentParser:
         help="core split: whole heads (bn, default) or row blocks (bns1)",
     )
     fa.add_argument("--dtype", choices=("bf16", "f16", "f32"), default="bf16")
+    fa.add_argument(
+        "--vector-dtype",
+        choices=("f32", "bf16", "f16"),
+        default="f32",
+        help="element type of the scores and of the CT's math (default f32, seed 004)",
+    )
+    fa.add_argument(
+        "--transpose",
+        choices=("tdma", "ct", "ne"),
+        default="tdma",
+        help="how K^T is made: TDMA GatherScatter (default), CT Transpose, the NE (what-if)",
+    )
+    fa.add_argument(
+        "--io-layout",
+        choices=("nd", "ncx"),
+        default="nd",
+        help="layout of Q/K/V/O in DDR (nd: TDMA moves in SPM, default; ncx: none)",
+    )
+    fa.add_argument(
+        "--sync-issue",
+        action="store_true",
+        help="what-if: the kernel core joins on cross-engine inputs before issuing",
+    )
     fa.add_argument("--s2", type=int, default=None, help="key length (default S)")
     fa.add_argument("--kv-heads", type=int, default=None, help="key/value heads N2 (GQA)")
     fa.add_argument(
@@ -842,7 +873,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_hw_arguments(
         fa,
         f"hardware preset ({', '.join(sorted(PRESETS))})",
-        "tile.command_issue_s=0.5e-6",
+        "tile.kcore_issue_s=0.5e-6",
     )
     fa.set_defaults(func=_cmd_fa)
 

@@ -3,9 +3,11 @@
 - :mod:`.numerics` - tiled forward (online softmax) and backward in numpy, with the naive
   reference and its analytic gradients;
 - :mod:`.templates` - the seed's FA / FAG templates and the tiling key (``GET_TILINGKEY``);
-- :mod:`.timeline` - C/V tiling, ping-pong, cube double issue, per-tile NE/CGRA timeline,
-  core split over the 16 tiles, calibration against the board and the block-size search;
-- :mod:`.backward` - the same tile timeline for the backward pass (FAG).
+- :mod:`.timeline` - C/V tiling, ping-pong, cube double issue, layout moves, core split over
+  the 16 tiles: each tile's command stream timed by the tile simulator; calibration against
+  the board and the block-size search;
+- :mod:`.backward` - the same for the backward pass (FAG);
+- :mod:`.stream` - what both share: SPM layout, law-timed commands, running the tiles.
 
 On TX8 the seed's Cube is the NE, its Vector the CGRA (CT), and its UB/L1 the SPM.
 """

@@ -1,59 +1,70 @@
-"""FlashAttention backward (FAG) on TX8 tiles: per-tile NE/CT timeline and core split.
+"""FlashAttention backward (FAG) on TX8 tiles: per-tile command streams, the tile simulator.
 
 Spec: seed 004 §1 (FAG templates: UB splits S1 and S2, cores split B·N2·G·S1·S2 or B·N2),
-§2.1/§3 (C/V tiling, ping-pong, the NE running ahead) and the FA-2 backward pass
-(hw-fa-fusion §3.1: backward = 2.5x forward FLOPs). It reuses the forward model's
-engine simulation (:mod:`.timeline`): in-order engine queues, kernel-core issue with the
-queue depth, optional join-on-input issue, ping-pong slots. Every time comes from
-:mod:`tx8lab.hw.cost`.
+§2.1/§3 (C/V tiling, ping-pong, the NE running ahead), the FA-2 backward pass
+(hw-fa-fusion §3.1: backward = 2.5x forward FLOPs), seed 001 (Cx/NCx, TDMA
+``op_gatherScatter``), issue 19 (one simulator, engine laws). It builds each tile's
+command stream with the forward model's machinery (:mod:`.stream`: SPM byte ranges, NE /
+DMA / TDMA laws, vector commands timed by the op library's CT law) and plays it on
+:func:`tx8lab.hw.sim.simulate`; the knobs are the forward's (:class:`~.timeline.FaConfig`:
+``transpose``, ``io_layout``, ``vector_dtype``, ``sync_issue`` ...).
 
 Loop order (FA-2, key/value outer): a tile owns (head, key block j) units; for each it loads
-K_j and V_j, keeps dK_j and dV_j (fp32) in SPM and walks the row blocks i (from the
-diagonal under a causal mask). Per pair:
+K_j and V_j, makes the operands the NE reads (Kᵀ for S = Q Kᵀ, K in NCx for dQ = dS K,
+Vᵀ for dP = dO Vᵀ), keeps dK_j and dV_j (``vector_dtype``, NCx) in SPM and walks the row
+blocks i (from the diagonal under a causal mask). Per pair:
 
-- loads Q_i, dO_i and the row statistics (logsumexp, ``D = rowsum(dO * O)``);
-- ``NE1`` S = Q_i K_j^T; ``CT1`` P = exp(scale S - lse) and its 16-bit cast
-  (:data:`BWD_CT1_OPS`, plus the causal select on diagonal blocks);
-- ``NE2`` dV_j += P^T dO_i; ``NE3`` dP = dO_i V_j^T; ``CT2`` dS = P (dP - D) and its cast
-  (:data:`BWD_CT2_OPS`); ``NE4`` dK_j += dS^T Q_i; ``NE5`` dQ_i partial = dS K_j;
-- dQ_i accumulates in a DDR fp32 workspace: load it (not on the first visit of row i), add
-  the partial on the CT, store it back.
+- loads Q_i and dO_i (to NCx on the TDMA with ``io_layout="nd"``) and the row statistics
+  (logsumexp and ``D = rowsum(dO * O)``, one load);
+- ``NE S = Q_i Kᵀ``; ``CT`` P = exp(scale S - lse): ``Mul``, ``Where`` (diagonal
+  blocks), ``Sub``, ``Exp``, ``Convert`` to the input type;
+- Pᵀ (``transpose``), ``NE dV += Pᵀ dO``; ``NE dP = dO Vᵀ``; ``CT`` dS = P (dP - D):
+  ``Sub``, ``Mul``, ``Convert``; dSᵀ (``transpose``), ``NE dK += dSᵀ Q``;
+  ``NE dQ_i partial = dS K``;
+- dQ_i accumulates in a DDR workspace (``vector_dtype``): the first visit of row i on the
+  tile stores the partial, later ones load the workspace, ``Add`` and store it back (the
+  DDR byte ranges order the read after the previous store).
 
-At the end of a key block: cast dK_j, dV_j and store them.
+At the end of a key block: ``Convert`` dK_j and dV_j, move them to ND (``io_layout="nd"``)
+and store them.
 
 Readings chosen where the seed is vague:
 
-- TX8 documents no atomic add into DDR, so dQ is a read-modify-write of an fp32 workspace
-  (Ascend's FAG adds into GM atomically); the final dQ cast is not charged.
-- ``double_issue`` issues ``NE1`` of the next pair before the rest of the current one (the
-  NE runs one block ahead), as in the forward model; it needs ping-pong.
+- TX8 documents no atomic add into DDR, so dQ is a read-modify-write of a workspace
+  (Ascend's FAG adds into GM atomically); the final dQ cast is not charged. With
+  ``split="bns1"`` tiles that share a head's rows would also need a cross-tile dQ
+  reduction, which is not modelled (each tile's first visit stores its own partial).
+- The transposed NE operands (Kᵀ, Vᵀ, Pᵀ, dSᵀ) are made as the forward makes Kᵀ
+  (``transpose``: TDMA single-element GatherScatter by default, or the CT's
+  ``Transpose``, or read by the NE as a what-if). Under the default the per-pair Pᵀ and
+  dSᵀ moves dominate: the TDMA, not the NE, bounds the backward.
+- ``double_issue`` issues the next pair's loads and ``NE S`` before the rest of the
+  current pair (the NE runs one block ahead), as in the forward model; it needs ping-pong.
 - Core split: ``"bn"`` whole heads round robin, ``"bns1"`` (here: key blocks, the FAG's
   outer axis) weighted by their pair counts, longest first. The ``D`` pre-pass is not
   charged (one CT op per output element, small next to the pairs).
+- dK_j and dV_j have one slot each (the next key block's first products wait for their
+  cast); K and V operands two unit slots (the next unit's load overlaps).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
-from tx8lab.hw.cost import ct_cost, dma_cost, ne_cost, to_cycles
+from tx8lab.hw.sim import Range, SimCommand
 from tx8lab.kernels.flash_attention.numerics import block_pairs
-from tx8lab.kernels.flash_attention.templates import choose_backward_template
-from tx8lab.kernels.flash_attention.timeline import (
-    ENGINES,
-    FaConfig,
-    TileTimeline,
-    _elem_bytes,
-    _Sim,
-    split_units,
+from tx8lab.kernels.flash_attention.stream import (
+    DdrLayout,
+    SpmLayout,
+    TileSet,
+    TileStream,
+    elem_bytes,
+    run_tiles,
 )
-
-#: fp32 vector ops per score element to recompute P: scale, subtract lse, exp, cast P.
-BWD_CT1_OPS: tuple[str, ...] = ("scale", "sub_lse", "exp", "cast_p")
-#: fp32 vector ops per score element for dS: dP - D, times P, cast dS.
-BWD_CT2_OPS: tuple[str, ...] = ("sub_d", "mul_p", "cast_ds")
+from tx8lab.kernels.flash_attention.templates import choose_backward_template
+from tx8lab.kernels.flash_attention.timeline import FaConfig, check_config, split_units
 
 
 @dataclass(frozen=True)
@@ -62,27 +73,85 @@ class FagModel:
 
     config: FaConfig
     latency_ms: float
-    busiest_tile: int
+    """Kernel body of the slowest tile."""
+    tile_ms: dict[int, float]
     busy_ms: dict[str, float]
+    """Engine -> busy ms, the largest over the tiles (``ne ct rdma wdma tdma kcore``)."""
+    stall_ms: dict[str, dict[str, float]]
+    """Engine -> stall reason -> ms on the slowest tile."""
+    busiest_tile: int
+    """The slowest tile."""
+    limiting_engine: str
+    top_stall: tuple[str, str, float]
     tile_pairs: tuple[int, ...]
     load_balance: float
     spm_bytes: int
     template: str
-    timeline: TileTimeline
+    tiles: TileSet = field(repr=False)
+
+    @property
+    def commands(self) -> tuple[SimCommand, ...]:
+        """The slowest tile's command stream."""
+        return tuple(self.tiles.stream.commands)
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-ready summary."""
+        engine, reason, ms = self.top_stall
+        return {
+            "latency_ms": self.latency_ms,
+            "tile_ms": {str(t): v for t, v in self.tile_ms.items()},
+            "busy_ms": dict(self.busy_ms),
+            "stall_ms": {e: dict(rs) for e, rs in self.stall_ms.items()},
+            "busiest_tile": self.busiest_tile,
+            "limiting_engine": self.limiting_engine,
+            "top_stall": {"engine": engine, "reason": reason, "ms": ms},
+            "tile_pairs": list(self.tile_pairs),
+            "load_balance": self.load_balance,
+            "spm_bytes": self.spm_bytes,
+            "template": self.template,
+        }
+
+
+def fag_spm_layout(cfg: FaConfig) -> SpmLayout:
+    """The tile's SPM buffers for the backward tiling (module docstring)."""
+    br, bc = cfg.block
+    d, e, ve = cfg.d, elem_bytes(cfg.dtype), elem_bytes(cfg.vector_dtype, "vector_dtype")
+    slots = 2 if cfg.pingpong else 1
+    spm = SpmLayout()
+    spm.add("K_in", bc * d * e, 2)
+    spm.add("V_in", bc * d * e, 2)
+    spm.add("KT", bc * d * e, 2)
+    if cfg.io_layout == "nd":
+        spm.add("K", bc * d * e, 2)
+    spm.add("VT", bc * d * e, 2)
+    spm.add("dK", bc * d * ve, 1)
+    spm.add("dV", bc * d * ve, 1)
+    if cfg.vector_dtype != cfg.dtype:
+        spm.add("dK_out", bc * d * e, 1)
+        spm.add("dV_out", bc * d * e, 1)
+    if cfg.io_layout == "nd":
+        spm.add("dK_nd", bc * d * e, 1)
+        spm.add("dV_nd", bc * d * e, 1)
+        spm.add("Q_in", br * d * e, slots)
+        spm.add("dO_in", br * d * e, slots)
+    spm.add("Q", br * d * e, slots)
+    spm.add("dO", br * d * e, slots)
+    spm.add("STATS", 2 * br * ve, slots)
+    spm.add("S", br * bc * ve, slots)
+    if cfg.vector_dtype != cfg.dtype:
+        spm.add("P", br * bc * e, slots)
+        spm.add("dS", br * bc * e, slots)
+    spm.add("PT", br * bc * e, slots)
+    spm.add("dP", br * bc * ve, slots)
+    spm.add("dST", br * bc * e, slots)
+    spm.add("dQp", br * d * ve, slots)
+    spm.add("dQ_in", br * d * ve, slots)
+    return spm
 
 
 def fag_spm_bytes(cfg: FaConfig) -> int:
-    """SPM one tile needs for the backward tiling.
-
-    K_j and V_j (two sets: the next unit's are prefetched), dK_j and dV_j (fp32), and per
-    slot Q, dO, S, P, dP, dS, the dQ partial and the row statistics.
-    """
-    br, bc = cfg.block
-    d, e = cfg.d, _elem_bytes(cfg.dtype)
-    slots = 2 if cfg.pingpong else 1
-    kv = 2 * 2 * bc * d * e + 2 * bc * d * 4
-    per_slot = 2 * br * d * e + br * bc * (4 + e + 4 + e) + br * d * 4 * 2 + 2 * br * 4
-    return kv + slots * per_slot
+    """SPM one tile needs for the backward tiling (:func:`fag_spm_layout`)."""
+    return fag_spm_layout(cfg).total_bytes
 
 
 def _col_pairs(cfg: FaConfig) -> list[list[int]]:
@@ -99,103 +168,171 @@ def split_fag_work(cfg: FaConfig, tiles: int) -> list[list[tuple[int, int]]]:
     return split_units([len(c) for c in cols], cfg.b * cfg.n1, tiles, cfg.split)
 
 
-def simulate_fag_tile(
-    cfg: FaConfig, hw: ChipConfig, units: list[tuple[int, int]], tile: int = 0
-) -> TileTimeline:
-    """The backward command timeline of one tile walking ``units`` (head, key block)."""
+def build_fag_tile(
+    cfg: FaConfig, hw: ChipConfig, units: list[tuple[int, int]], active_tiles: int = 1
+) -> TileStream:
+    """The backward command stream of one tile walking ``units`` (head, key block)."""
     br, bc = cfg.block
-    d, s1, s2, dt = cfg.d, cfg.s1, cfg.keys, cfg.dtype
-    e = _elem_bytes(dt)
-    slots = 2 if cfg.pingpong else 1
-    if cfg.double_issue and not cfg.pingpong:
-        raise Tx8labError("FAG tiling: double_issue needs pingpong=True (two slots)")
-    sim = _Sim(hw, to_cycles(hw.tile.command_issue_s, hw), hw.tile.queue_depth)
-    sim.sync = cfg.sync_issue
-    sim.join = to_cycles(hw.tile.ncc_join_s, hw) if cfg.sync_issue else 0
+    d, s1, s2, dt, vt = cfg.d, cfg.s1, cfg.keys, cfg.dtype, cfg.vector_dtype
+    e, ve = elem_bytes(dt), elem_bytes(vt, "vector_dtype")
+    g = cfg.n1 // cfg.kv_heads
+    pieces = -(-br // (br if cfg.v_rows is None else cfg.v_rows))
+    spm = fag_spm_layout(cfg)
+    ddr = DdrLayout()
+    q_bytes = cfg.b * cfg.n1 * s1 * d * e
+    kv_bytes = cfg.b * cfg.kv_heads * s2 * d * e
+    for name, size in (("Q", q_bytes), ("dO", q_bytes), ("K", kv_bytes), ("V", kv_bytes)):
+        ddr.add(name, size)
+    ddr.add("STATS", cfg.b * cfg.n1 * s1 * 2 * ve)
+    ddr.add("dQ", cfg.b * cfg.n1 * s1 * d * ve)
+    ddr.add("dK", cfg.b * cfg.n1 * s2 * d * e)
+    ddr.add("dV", cfg.b * cfg.n1 * s2 * d * e)
+    ts = TileStream(hw, active_tiles, cfg.sync_issue)
+    staged = cfg.vector_dtype != cfg.dtype
     cols = _col_pairs(cfg)
-    work: list[tuple[int, int, int, bool, bool]] = []  # head, i, j, first, last (of j)
-    for h, j in units:
+    work: list[tuple[int, int, int, bool, bool, int]] = []  # h, i, j, first, last, unit
+    for u, (h, j) in enumerate(units):
         for n, i in enumerate(cols[j]):
-            work.append((h, i, j, n == 0, n == len(cols[j]) - 1))
-    done: dict[tuple[str, int], int] = {}
-    dq_last: dict[tuple[int, int], int] = {}  # (head, i) -> end of the last dQ store
-    kv_ready: dict[int, list[int]] = {}
+            work.append((h, i, j, n == 0, n == len(cols[j]) - 1, u))
+    visited: set[tuple[int, int]] = set()
+    operands: dict[int, tuple[Range, Range]] = {}  # unit -> (K^T, V^T) the NE reads
 
-    def rows(i: int) -> int:
+    def rows_of(i: int) -> int:
         return min(s1, (i + 1) * br) - i * br
 
     def cols_of(j: int) -> int:
         return min(s2, (j + 1) * bc) - j * bc
 
-    def dep(stage: str, t: int) -> list[int]:
-        return [done[(stage, t)]] if t >= 0 and (stage, t) in done else []
+    def vec(
+        kind: str,
+        shapes: list[tuple[int, ...]],
+        reads: tuple[Range, ...],
+        writes: tuple[Range, ...],
+        label: str,
+        t: int,
+        **attrs: object,
+    ) -> None:
+        dtypes = ["i1" if kind == "Where" and k == 0 else vt for k in range(len(shapes))]
+        if kind == "Transpose":
+            dtypes = [dt]
+        ts.vector(kind, shapes, dtypes, reads, writes, label, t, pieces=pieces, attrs=attrs)
+
+    def transposed(
+        rows: int, cols_: int, src: Range, dst: Range, label: str, t: int, nd: bool
+    ) -> Range:
+        """Make a transposed NE operand (``transpose`` knob); the range the NE reads.
+
+        ``nd``: the source is a staging copy of a DDR tensor in ND (it needs a move to
+        NCx even when the NE reads it transposed).
+        """
+        if cfg.transpose == "tdma":
+            ts.transpose(rows, cols_, dt, src, dst, f"TDMA {label}", t)
+        elif cfg.transpose == "ct":
+            vec("Transpose", [(rows, cols_)], (src,), (dst,), f"CT {label}", t, perm=(1, 0))
+        elif nd:
+            ts.to_layout(rows, cols_, dt, src, dst, f"TDMA {label} ND->NCx (NE transposes)", t)
+        else:
+            return src
+        return dst
+
+    def rng(name: str, t: int, size: int) -> Range:
+        return spm.at(name, t, 0, size)
 
     def front(t: int) -> None:
-        h, i, j, first, _ = work[t]
-        r, c = rows(i), cols_of(j)
+        h, i, j, first, _, u = work[t]
+        r, c = rows_of(i), cols_of(j)
+        hk = h // g
         if first:
-            wk = dma_cost("ld", c * d * e, hw).work_cycles
-            kv_ready[t] = [
-                sim.run("ld", f"LD K[{h},{j}]", t, wk, 1, []),
-                sim.run("ld", f"LD V[{h},{j}]", t, wk, 1, []),
-            ]
-        else:
-            kv_ready[t] = kv_ready[t - 1]
-        wq = dma_cost("ld", r * d * e, hw).work_cycles
-        done[("Q", t)] = sim.run("ld", f"LD Q[{h},{i}]", t, wq, 1, dep("NE4", t - slots))
-        done[("dO", t)] = sim.run("ld", f"LD dO[{h},{i}]", t, wq, 1, dep("NE3", t - slots))
-        ws = dma_cost("ld", 2 * r * 4, hw).work_cycles
-        done[("stats", t)] = sim.run("ld", f"LD lse,D[{h},{i}]", t, ws, 1, [])
-        w1 = ne_cost(r, d, c, dt, hw).work_cycles
-        deps1 = [done[("Q", t)], kv_ready[t][0], *dep("CT1", t - slots)]
-        done[("NE1", t)] = sim.run("ne", f"NE1 S=QK^T [{h},{i},{j}]", t, w1, 1, deps1)
+            lo = (hk * s2 + j * bc) * d * e
+            k_in, v_in = rng("K_in", u, c * d * e), rng("V_in", u, c * d * e)
+            ts.load(c * d * e, ddr.at("K", lo, lo + c * d * e), k_in, f"RDMA K h{hk} j{j}", t)
+            ts.load(c * d * e, ddr.at("V", lo, lo + c * d * e), v_in, f"RDMA V h{hk} j{j}", t)
+            kt_nd = cfg.io_layout == "nd"
+            kt = transposed(c, d, k_in, rng("KT", u, c * d * e), f"K^T h{hk} j{j}", t, kt_nd)
+            if cfg.io_layout == "nd":
+                k_ncx = rng("K", u, c * d * e)
+                ts.to_layout(c, d, dt, k_in, k_ncx, f"TDMA K ND->NCx h{hk} j{j}", t)
+            vt_ = transposed(c, d, v_in, rng("VT", u, c * d * e), f"V^T h{hk} j{j}", t, kt_nd)
+            operands[u] = (kt, vt_)
+        lo = (h * s1 + i * br) * d * e
+        for name in ("Q", "dO"):
+            dst = rng(name, t, r * d * e)
+            src = ddr.at(name, lo, lo + r * d * e)
+            if cfg.io_layout == "nd":
+                staging = rng(f"{name}_in", t, r * d * e)
+                ts.load(r * d * e, src, staging, f"RDMA {name} h{h} i{i}", t)
+                ts.to_layout(r, d, dt, staging, dst, f"TDMA {name} ND->NCx h{h} i{i}", t)
+            else:
+                ts.load(r * d * e, src, dst, f"RDMA {name} h{h} i{i}", t)
+        lo = (h * s1 + i * br) * 2 * ve
+        stats = rng("STATS", t, 2 * r * ve)
+        ts.load(2 * r * ve, ddr.at("STATS", lo, lo + 2 * r * ve), stats, f"RDMA lse,D h{h} i{i}", t)
+        ts.ne(
+            (r, d, c),
+            dt,
+            (rng("Q", t, r * d * e), operands[u][0]),
+            (rng("S", t, r * c * ve),),
+            f"NE S=QK^T h{h} i{i} j{j}",
+            t,
+        )
 
     def back(t: int) -> None:
-        h, i, j, first, last = work[t]
-        # a new unit's dK/dV accumulators reuse the previous unit's after its cast
-        acc = dep("CT4", t - 1) if first else []
-        r, c = rows(i), cols_of(j)
-        diag = cfg.causal and (j + 1) * bc - 1 > i * br
-        ops1 = len(BWD_CT1_OPS) + (1 if diag else 0)
-        wc1 = ct_cost(r * c, ops1, "f32", hw).work_cycles
-        deps = [
-            done[("NE1", t)],
-            done[("stats", t)],
-            *dep("NE2", t - slots),
-            *dep("CT2", t - slots),
-        ]
-        done[("CT1", t)] = sim.run("ct", f"CT1 P [{h},{i},{j}]", t, wc1, ops1, deps)
-        wmm = ne_cost(c, r, d, dt, hw).work_cycles
-        deps = [done[("CT1", t)], done[("dO", t)], *acc]
-        done[("NE2", t)] = sim.run("ne", f"NE2 dV+=P^T dO [{h},{i},{j}]", t, wmm, 1, deps)
-        w3 = ne_cost(r, d, c, dt, hw).work_cycles
-        deps = [done[("dO", t)], kv_ready[t][1], *dep("CT2", t - slots)]
-        done[("NE3", t)] = sim.run("ne", f"NE3 dP=dO V^T [{h},{i},{j}]", t, w3, 1, deps)
-        ops2 = len(BWD_CT2_OPS)
-        wc2 = ct_cost(r * c, ops2, "f32", hw).work_cycles
-        deps = [done[("NE3", t)], *dep("NE4", t - slots), *dep("NE5", t - slots)]
-        done[("CT2", t)] = sim.run("ct", f"CT2 dS [{h},{i},{j}]", t, wc2, ops2, deps)
-        deps = [done[("CT2", t)], *acc]
-        done[("NE4", t)] = sim.run("ne", f"NE4 dK+=dS^T Q [{h},{i},{j}]", t, wmm, 1, deps)
-        w5 = ne_cost(r, c, d, dt, hw).work_cycles
-        done[("NE5", t)] = sim.run("ne", f"NE5 dQ=dS K [{h},{i},{j}]", t, w5, 1, deps)
-        prev = dq_last.get((h, i))
-        add_deps = [done[("NE5", t)]]
-        if prev is not None:  # read-modify-write of the fp32 dQ workspace
-            wl = dma_cost("ld", r * d * 4, hw).work_cycles
-            add_deps.append(sim.run("ld", f"LD dQ[{h},{i}]", t, wl, 1, [prev]))
-        wa = ct_cost(r * d, 1, "f32", hw).work_cycles
-        end_add = sim.run("ct", f"CT3 dQ+= [{h},{i},{j}]", t, wa, 1, add_deps)
-        wst = dma_cost("st", r * d * 4, hw).work_cycles
-        dq_last[(h, i)] = sim.run("st", f"ST dQ[{h},{i}]", t, wst, 1, [end_add])
-        if last:
-            wcast = ct_cost(c * d, 2, "f32", hw).work_cycles
-            end_cast = sim.run(
-                "ct", f"CT4 cast dK,dV [{h},{j}]", t, wcast, 2, [done[("NE4", t)], done[("NE2", t)]]
-            )
-            done[("CT4", t)] = end_cast
-            wkv = dma_cost("st", 2 * c * d * e, hw).work_cycles
-            sim.run("st", f"ST dK,dV [{h},{j}]", t, wkv, 1, [end_cast])
+        h, i, j, first, last, u = work[t]
+        r, c = rows_of(i), cols_of(j)
+        tag = f"h{h} i{i} j{j}"
+        s, stats = rng("S", t, r * c * ve), rng("STATS", t, 2 * r * ve)
+        q, do = rng("Q", t, r * d * e), rng("dO", t, r * d * e)
+        dk, dv = rng("dK", 0, c * d * ve), rng("dV", 0, c * d * ve)
+        vec("Mul", [(r, c), (1,)], (s,), (s,), f"CT Mul scale S {tag}", t)
+        if cfg.causal and (j + 1) * bc - 1 > i * br:
+            vec("Where", [(r, c), (r, c), (1,)], (s,), (s,), f"CT Where causal {tag}", t)
+        vec("Sub", [(r, c), (r, 1)], (s, stats), (s,), f"CT Sub lse {tag}", t)
+        vec("Exp", [(r, c)], (s,), (s,), f"CT Exp P {tag}", t)
+        p = s
+        if staged:
+            p = rng("P", t, r * c * e)
+            vec("Convert", [(r, c)], (s,), (p,), f"CT Convert P {tag}", t, dtype=dt)
+        pt = transposed(r, c, p, rng("PT", t, r * c * e), f"P^T {tag}", t, False)
+        dv_reads = (pt, do) if first else (pt, do, dv)
+        ts.ne((c, r, d), dt, dv_reads, (dv,), f"NE dV+=P^T dO {tag}", t)
+        dp = rng("dP", t, r * c * ve)
+        ts.ne((r, d, c), dt, (do, operands[u][1]), (dp,), f"NE dP=dO V^T {tag}", t)
+        vec("Sub", [(r, c), (r, 1)], (dp, stats), (dp,), f"CT Sub D {tag}", t)
+        vec("Mul", [(r, c), (r, c)], (dp, s), (dp,), f"CT Mul dS {tag}", t)
+        ds = dp
+        if staged:
+            ds = rng("dS", t, r * c * e)
+            vec("Convert", [(r, c)], (dp,), (ds,), f"CT Convert dS {tag}", t, dtype=dt)
+        dst = transposed(r, c, ds, rng("dST", t, r * c * e), f"dS^T {tag}", t, False)
+        dk_reads = (dst, q) if first else (dst, q, dk)
+        ts.ne((c, r, d), dt, dk_reads, (dk,), f"NE dK+=dS^T Q {tag}", t)
+        dqp = rng("dQp", t, r * d * ve)
+        k_ncx = rng("K" if cfg.io_layout == "nd" else "K_in", u, c * d * e)
+        ts.ne((r, c, d), dt, (ds, k_ncx), (dqp,), f"NE dQ=dS K {tag}", t)
+        lo = (h * s1 + i * br) * d * ve
+        dq = ddr.at("dQ", lo, lo + r * d * ve)
+        if (h, i) in visited:  # read-modify-write of the workspace
+            dq_in = rng("dQ_in", t, r * d * ve)
+            ts.load(r * d * ve, dq, dq_in, f"RDMA dQ h{h} i{i}", t)
+            vec("Add", [(r, d), (r, d)], (dq_in, dqp), (dq_in,), f"CT Add dQ {tag}", t)
+            ts.store(r * d * ve, dq_in, dq, f"WDMA dQ h{h} i{i}", t)
+        else:
+            visited.add((h, i))
+            ts.store(r * d * ve, dqp, dq, f"WDMA dQ h{h} i{i}", t)
+        if not last:
+            return
+        tag = f"h{h} j{j}"
+        for name, acc in (("dK", dk), ("dV", dv)):
+            out = acc
+            if staged:
+                out = rng(f"{name}_out", 0, c * d * e)
+                vec("Convert", [(c, d)], (acc,), (out,), f"CT Convert {name} {tag}", t, dtype=dt)
+            if cfg.io_layout == "nd":
+                moved = rng(f"{name}_nd", 0, c * d * e)
+                ts.to_layout(c, d, dt, out, moved, f"TDMA {name} NCx->ND {tag}", t)
+                out = moved
+            lo = (h * s2 + j * bc) * d * e
+            ts.store(c * d * e, out, ddr.at(name, lo, lo + c * d * e), f"WDMA {name} {tag}", t)
 
     n = len(work)
     if cfg.double_issue:
@@ -208,55 +345,69 @@ def simulate_fag_tile(
         for t in range(n):
             front(t)
             back(t)
-    busy: dict[str, int] = {eng: 0 for eng in ENGINES}
-    for cmd in sim.commands:
-        busy[cmd.engine] += cmd.work
-    busy["kcore"] = sim.kbusy
-    makespan = max((c.end for c in sim.commands), default=0)
-    return TileTimeline(tile, n, makespan, busy, tuple(sim.commands))
+    return ts
 
 
 def fag_model(cfg: FaConfig, hw: ChipConfig) -> FagModel:
     """The modelled FA backward: every tile simulated, the slowest reported."""
-    if cfg.n1 % cfg.kv_heads:
-        raise Tx8labError(f"FAG GQA: N1={cfg.n1} must be a multiple of N2={cfg.kv_heads}")
-    if min(cfg.block) < 1:
-        raise Tx8labError(f"FAG tiling: block sizes must be >= 1, got {cfg.block}")
+    check_config(cfg, "FAG")
     need = fag_spm_bytes(cfg)
     usable = hw.tile.spm_usable_bytes
     if need > usable:
         raise Tx8labError(
-            f"FAG tiling block={cfg.block} needs {need:,} B of SPM but a tile has "
-            f"{usable:,} B: choose smaller blocks"
+            f"FAG tiling block={cfg.block} (pingpong={cfg.pingpong}) needs {need:,} B of SPM "
+            f"but a tile has {usable:,} B: choose smaller blocks"
         )
     tiles = hw.tile_count
     split = split_fag_work(cfg, tiles)
     cols = _col_pairs(cfg)
     tile_pairs = tuple(sum(len(cols[j]) for _, j in units) for units in split)
-    lines = [simulate_fag_tile(cfg, hw, u, t) for t, u in enumerate(split) if u]
-    worst = max(lines, key=lambda tl: (tl.makespan, -tl.tile))
+    active = cfg.ddr_tiles or max(1, sum(1 for units in split if units))
+    g = cfg.n1 // cfg.kv_heads
+
+    def signature(t: int) -> object:
+        if not split[t]:
+            return None
+        # the timing depends on the key blocks and where a row is visited again
+        seen: set[tuple[int, int]] = set()
+        out = []
+        for h, j in split[t]:
+            again = tuple(int((h, i) in seen) for i in cols[j])
+            seen.update((h, i) for i in cols[j])
+            out.append((j, h // g, again))
+        return tuple(out)
+
+    tset = run_tiles(
+        tiles,
+        lambda t: build_fag_tile(cfg, hw, split[t], active) if split[t] else None,
+        signature,
+        hw,
+    )
     tmpl = choose_backward_template(
         cfg.b, cfg.kv_heads, cfg.n1 // cfg.kv_heads, cfg.s1, cfg.keys, tiles
     )
     return FagModel(
         config=cfg,
-        latency_ms=worst.makespan / hw.clock_hz * 1e3,
-        busiest_tile=worst.tile,
-        busy_ms={k: v / hw.clock_hz * 1e3 for k, v in worst.busy.items()},
+        latency_ms=tset.result.ms(tset.result.body_cycles),
+        tile_ms=tset.tile_ms(),
+        busy_ms=tset.busy_ms(),
+        stall_ms=tset.stall_ms(),
+        busiest_tile=tset.slowest,
+        limiting_engine=tset.limiting_engine(),
+        top_stall=tset.top_stall(),
         tile_pairs=tile_pairs,
         load_balance=(sum(tile_pairs) / tiles) / max(tile_pairs) if max(tile_pairs) else 1.0,
         spm_bytes=need,
         template=tmpl.name,
-        timeline=worst,
+        tiles=tset,
     )
 
 
 __all__ = [
-    "BWD_CT1_OPS",
-    "BWD_CT2_OPS",
     "FagModel",
+    "build_fag_tile",
     "fag_model",
     "fag_spm_bytes",
-    "simulate_fag_tile",
+    "fag_spm_layout",
     "split_fag_work",
 ]
