@@ -72,21 +72,42 @@ def test_measured_figures_are_the_board_cells(rows: list[KernelCaseRow]) -> None
 
 
 def test_the_event_adds_the_launch_to_one_simulated_body(rows: list[KernelCaseRow]) -> None:
-    off, on = (r for r in rows if r.quantity == "event")
+    off, on = (r for r in rows if r.quantity == "event" and r.case.startswith("single-card"))
     assert off.modelled_ms == on.modelled_ms  # one compiled program, guards are the board's
     launch_ms = apply(TX81, fit(read_board(), TX81)).launch_s * 1e3
     assert off.modelled_ms > launch_ms
     assert f"launch {launch_ms:.3f}" in off.what
 
 
-def test_only_the_ne_rows_of_the_4096_gemm_rest_on_a_fit(rows: list[KernelCaseRow]) -> None:
-    # micro.csv "NE efficiency, 4096^3 GEMM tiles" (derived from this profile) informs the
-    # NE fill constant; nothing else of these kernels was fitted on
+def test_only_the_ne_rows_of_the_4096_gemm_and_the_attention_rest_on_a_fit(
+    rows: list[KernelCaseRow],
+) -> None:
+    # micro.csv "NE efficiency, 4096^3 GEMM tiles" and "... 256x256x128 BF16 GEMM pairs"
+    # (derived from these two profiles) inform the NE fill constant; nothing else of these
+    # kernels was fitted on
     fitted = {(r.case, r.quantity) for r in rows if r.fitted}
     assert fitted == {
         ("single-card-gemm-4096 guards OFF", "ne"),
         ("single-card-gemm-4096 guards ON", "ne"),
+        ("attention-prefill-28-heads-2048", "ne"),
     }
+
+
+def test_the_attention_case_is_the_fa_model_at_the_board_tiling(
+    rows: list[KernelCaseRow],
+) -> None:
+    from tx8lab.kernels.flash_attention.timeline import board_config, model
+
+    mine = {r.quantity: r for r in rows if r.case == "attention-prefill-28-heads-2048"}
+    assert set(mine) == {"event", "ne", "ct", "rdma", "wdma", "tdma"}
+    # measured: the kernels.csv attention row, read here by hand
+    assert (mine["event"].measured_ms, mine["tdma"].measured_ms) == (3.897, 0.885470)
+    hw = apply(TX81, fit(read_board(), TX81))
+    got = model(board_config(), hw)
+    assert mine["event"].modelled_ms == pytest.approx(got.latency_ms + hw.launch_s * 1e3)
+    for engine in ("ne", "ct", "rdma", "wdma", "tdma"):
+        assert mine[engine].modelled_ms == got.busy_ms[engine]
+        assert mine[engine].modelled_ms > 0  # every engine is modelled, TDMA included
 
 
 def test_the_readme_shows_the_current_kernel_case_table(rows: list[KernelCaseRow]) -> None:
@@ -157,7 +178,11 @@ def test_a_search_past_its_budget_is_an_error_not_another_table() -> None:
 
 def test_cases_are_registered_in_one_place() -> None:
     names = [c.name for c in registered_cases()]
-    assert names == ["single-card-gemm-4096", "single-card-gemm-m4096-k1024-n4096-ncx"]
+    assert names == [
+        "single-card-gemm-4096",
+        "single-card-gemm-m4096-k1024-n4096-ncx",
+        "attention-prefill-28-heads-2048",
+    ]
     # a case list can be given: none gives no rows
     board = read_board()
     assert case_rows(board, TX81, fit(board, TX81), cases=()) == []

@@ -325,6 +325,8 @@ def _groups_text(done: Compiled) -> str:
 _GEMM_4096 = "single-card-gemm-4096"
 _GEMM_K1024 = "single-card-gemm-m4096-k1024-n4096-ncx"
 _NE_GEMM_4096 = "NE efficiency, 4096^3 GEMM tiles"
+_ATTENTION = "attention-prefill-28-heads-2048"
+_NE_ATTENTION = "NE efficiency while active, 256x256x128 BF16 GEMM pairs"
 
 
 def _gemm_4096(
@@ -396,17 +398,52 @@ def _gemm_k1024(
     ]
 
 
+def _attention(
+    rows: Sequence[BoardRow], hw: ChipConfig, fits: Sequence[Fitted]
+) -> list[KernelCaseRow]:
+    """BF16 causal FA prefill [1,28,2048,128], the board's tiling: event and five engines.
+
+    The FlashAttention model (``tx8lab.kernels.flash_attention.timeline``) at
+    ``board_config()`` (256x256 blocks, whole heads per tile, no cube double issue, the
+    accumulator kept NCx), its per-tile command streams played by the simulator.
+    """
+    from tx8lab.kernels.flash_attention.timeline import board_config, model
+
+    board = find_kernel_row(rows, _ATTENTION)
+    got = model(board_config(), hw)
+    launch = hw.launch_s * 1e3
+    launch_ref = find_row(rows, "launch/event overhead floor").ref
+    ne_fitted = ("ne",) if informed_fit(rows, fits, _NE_ATTENTION) else ()
+    return [
+        KernelCaseRow(
+            _ATTENTION,
+            "event",
+            _metric(board, "profile_primary_event_ms"),
+            got.latency_ms + launch,
+            board.ref,
+            f"FA model body {got.latency_ms:.3f} (slowest tile of {len(got.tile_ms)}) + "
+            f"launch {launch:.3f} ({launch_ref}); board: primary event",
+        ),
+        *engine_rows(
+            _ATTENTION,
+            board,
+            got.busy_ms,
+            what="busiest tile's busy time in the FA model's simulated streams",
+            fitted=ne_fitted,
+        ),
+    ]
+
+
 def registered_cases() -> tuple[KernelCase, ...]:
     """Every board kernel case, in table order.
 
     A new case is one more entry here: a function of ``(board rows, fitted chip, fit)``
-    returning its :class:`KernelCaseRow` s. The FlashAttention board case
-    (``kernels.csv`` workload ``attention-prefill-28-heads-2048``) belongs here, its
-    engine rows from :func:`engine_rows` with the FA model's ``busy_ms``.
+    returning its :class:`KernelCaseRow` s.
     """
     return (
         KernelCase(_GEMM_4096, _gemm_4096),
         KernelCase(_GEMM_K1024, _gemm_k1024),
+        KernelCase(_ATTENTION, _attention),
     )
 
 
