@@ -250,3 +250,31 @@ def test_timeline_hover_shows_each_slots_program_command() -> None:
     assert any("psum" in row[8] for row in rows)
     with pytest.raises(Tx8labError, match=f"no commands of group %{looping} on tile 99"):
         program_commands(program, looping, 99)
+
+
+def test_simulated_figure_shades_every_stall_by_reason_beside_the_plan() -> None:
+    from tx8lab.widgets import simulated_figure
+
+    steps = list(run_pipeline(zoo.build("tiny_transformer_block"), build_pipeline(), TX81))
+    gc = next(s for s in steps if s.name == "group-cost")
+    entry = max(gc.result.artifacts["groups"], key=lambda e: e["cycles"])
+    played = gc.result.artifacts["runs"][entry["id"]].simulated
+    assert played is not None
+    assert played.result is not None
+    fig = simulated_figure(played.result)
+    run = played.result.tiles[played.slowest_tile]
+    # oracle: the simulator's own busy and stall figures, per engine and reason
+    for engine, busy in run.busy.items():
+        bars = [tr for tr in fig.data if tr.meta["role"] == "simulated"]
+        got = sum(int(x) for tr in bars for x, y in zip(tr.x, tr.y, strict=True) if y == engine)
+        assert got == busy, engine
+    for engine, reasons in run.stalls.items():
+        for reason, cycles in reasons.items():
+            shaded = [tr for tr in fig.data if tr.name == f"stall: {reason}"]
+            got = sum(
+                int(x) for tr in shaded for x, y in zip(tr.x, tr.y, strict=True) if y == engine
+            )
+            assert got == cycles, (engine, reason)
+    assert fig.layout.xaxis.range[1] == entry["cycles"] == played.cycles
+    with pytest.raises(Tx8labError, match="tile 99 is not in the run"):
+        simulated_figure(played.result, tile=99)

@@ -4,8 +4,11 @@ Three tables, printed by :func:`print_tables` (``tx8lab.bench`` calls it):
 
 1. **Per zoo model**, the default pipeline (group-cost ``search=search``): group-cost time,
    the search's own time, candidates evaluated of the candidates in the searched groups'
-   spaces, template-cache hit rate, total cycles, and the same total under
-   ``search=default`` (the one documented strategy) for comparison.
+   spaces, template-cache hit rate, total cycles (simulated), the same total under
+   ``search=default`` (the one documented strategy) for comparison, the plan's own
+   total, and how often the simulator overruled the plan's ranking (the plan ranks, the
+   simulator plays its best few: issue 19's "how often the bound's ranking and the
+   simulator's disagree") with the simulated cycles the plan's choice would have cost.
 2. **Search vs exhaustive** on every distinct group (by
    :func:`~tx8lab.core.schedule.template_cache.template_key`) of the models whose spaces are small
    enough to enumerate: the share of groups where the search finds the exhaustive optimum
@@ -60,7 +63,18 @@ def search_figures(module: Module, hw: ChipConfig | None = None) -> dict[str, An
     searched = [e for e in entries if not e["template_hit"]]
     default_steps, _ = _run(module, chip, "group-cost.search=default")
     default_cost = next(s for s in default_steps if s.name == "group-cost")
+    found = list(cost.result.artifacts["searches"].values())
+    overruled = [f for f in found if not f.plan_agrees]
     return {
+        "overruled": len(overruled),
+        "simulated": sum(f.simulated for f in found),
+        # simulated cycles the plan's own choice would have cost over the simulator's best
+        "regret_cycles": sum(
+            (f.plan_best.cycles or 0) - (f.best.cycles or 0)
+            for f in overruled
+            if f.plan_best is not None and f.best is not None
+        ),
+        "plan_cycles": int(cost.stats["plan_total_cycles"]),
         "groups": len(entries),
         "searched": len(searched),
         "evaluated": int(cost.stats.get("candidates_evaluated", 0)),
@@ -153,11 +167,15 @@ def print_tables(models: tuple[str, ...] | None = None, *, quick: bool = False) 
     from tx8lab.core import zoo
 
     names = models or tuple(zoo.MODELS)
-    print("\ngroup-cost search (the default mode) per zoo model; 'default' = search=default")
+    print("\ngroup-cost search (the default mode) per zoo model; 'default' = search=default;")
+    print("cycles simulated; 'plan' = the plan's own total; 'overruled' = searched groups where")
+    print("the simulator's best is not the plan's best (of those simulated), 'regret' = the")
+    print("simulated cycles the plan's choice would have added, as a share of the total")
     header = (
         f"{'case':24} {'groups':>6} {'searched':>8} {'evaluated':>9} {'of space':>8} "
         f"{'share':>6} {'hit rate':>8} {'search s':>8} {'cost s':>7} {'pipeline s':>10} "
-        f"{'cycles':>13} {'default':>13} {'gain':>6}"
+        f"{'cycles':>13} {'default':>13} {'gain':>6} {'plan':>13} {'simulated':>9} "
+        f"{'overruled':>9} {'regret':>6}"
     )
     print(header)
     print("-" * len(header))
@@ -169,7 +187,9 @@ def print_tables(models: tuple[str, ...] | None = None, *, quick: bool = False) 
             f"{name:24} {row['groups']:>6} {row['searched']:>8} {row['evaluated']:>9} "
             f"{row['space']:>8} {share:>6.1%} {row['hit_rate']:>8.1%} {row['search_s']:>8.2f} "
             f"{row['cost_s']:>7.2f} {row['pipeline_s']:>10.2f} {row['total_cycles']:>13,} "
-            f"{row['default_cycles']:>13,} {gain:>6.1%}",
+            f"{row['default_cycles']:>13,} {gain:>6.1%} {row['plan_cycles']:>13,} "
+            f"{row['simulated']:>9} {row['overruled']:>4}/{row['searched']:<4} "
+            f"{row['regret_cycles'] / max(row['total_cycles'], 1):>6.2%}",
             flush=True,
         )
 

@@ -18,7 +18,8 @@ widgets and notebooks imports this package (DESIGN.md §1).
 - :class:`SpmGantt` (``spm_gantt.py``): a group's SPM buffers in time x offset, two
   allocators side by side; :class:`TimelineView` / :class:`ScheduleView`
   (``timeline.py``): the sw-pipeline timeline per engine, one time cursor shared with the
-  Gantt and a GraphView. Figures headless: :func:`spm_gantt_figure`, :func:`timeline_figure`.
+  Gantt and a GraphView. Figures headless: :func:`spm_gantt_figure`, :func:`timeline_figure`,
+  :func:`simulated_figure` (the simulated execution beside the plan).
 - :class:`FactorSpaceView` (``factor_space.py``): a group's sharding candidates, cycles
   vs SPM peak with the Pareto front, rejected ones by status; selecting one shows its
   split, propagation and timeline. Headless: :func:`factor_space_figure`,
@@ -56,7 +57,12 @@ from tx8lab.widgets.spm_gantt import (
     spm_gantt_figure,
 )
 from tx8lab.widgets.stepper import PassStepper
-from tx8lab.widgets.timeline import ScheduleView, TimelineView, timeline_figure
+from tx8lab.widgets.timeline import (
+    ScheduleView,
+    TimelineView,
+    simulated_figure,
+    timeline_figure,
+)
 
 __all__ = [
     "HW_FIELDS",
@@ -88,6 +94,7 @@ __all__ = [
     "numeric_overlay",
     "render_svg",
     "restyle_svg",
+    "simulated_figure",
     "spm_gantt_figure",
     "timeline_figure",
     "write_html_report",

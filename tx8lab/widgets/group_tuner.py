@@ -74,6 +74,7 @@ from tx8lab.core.ir import Op
 from tx8lab.core.passes.base import Knob, Step
 from tx8lab.core.passes.group_cost import GroupCost
 from tx8lab.core.report import to_jsonable
+from tx8lab.core.schedule.estimate import GroupEstimate
 from tx8lab.core.schedule.search import Candidate, SearchResult, search_group
 from tx8lab.core.schedule.sharding import output_ops
 from tx8lab.core.schedule.stages import GroupRun, run_group
@@ -97,7 +98,13 @@ from tx8lab.widgets.knob_panel import (
     knob_control,
 )
 from tx8lab.widgets.spm_gantt import cost_step, set_cursor, spm_gantt_figure
-from tx8lab.widgets.timeline import ColorBy, ScheduleView, set_timeline_cursor, timeline_figure
+from tx8lab.widgets.timeline import (
+    ColorBy,
+    ScheduleView,
+    set_timeline_cursor,
+    simulated_figure,
+    timeline_figure,
+)
 
 #: group-cost knobs that change one group's cost (the others cut across chips).
 TUNER_KNOBS: tuple[str, ...] = (
@@ -107,6 +114,7 @@ TUNER_KNOBS: tuple[str, ...] = (
     "alloc_time_limit_s",
     "search",
     "search_budget_s",
+    "simulate_top",
 )
 
 #: Hardware fields that change one group's cost (dotted paths, as ``--hw`` names them).
@@ -136,6 +144,13 @@ class _Outcome:
     path: str
     """``default``, ``search``, ``exhaustive``, ``forced #i`` or ``recorded``."""
     compute_ms: float
+
+
+def _cycles_text(estimate: GroupEstimate) -> str:
+    """``12,345 cycles simulated (plan 14,000)``, or the plan's alone when not simulated."""
+    if estimate.sim is None:
+        return f"{estimate.cycles:,} cycles (plan only)"
+    return f"{estimate.cycles:,} cycles simulated (plan {estimate.plan_cycles:,})"
 
 
 def _check_group(group: Any) -> Op:
@@ -307,7 +322,7 @@ class GroupTuner(ipywidgets.VBox):  # type: ignore[misc]
         self._publish(outcome)
         self._sync_controls()
         self.banner.value = (
-            f"<b>group %{self.group.id}</b>: {outcome.scheduled.estimate.cycles:,} cycles, "
+            f"<b>group %{self.group.id}</b>: {_cycles_text(outcome.scheduled.estimate)}, "
             f"SPM peak {outcome.scheduled.allocation.peak:,} B ({outcome.path}) &middot; "
             "<i>change a knob: only this group is re-estimated</i>"
         )
@@ -439,18 +454,19 @@ class GroupTuner(ipywidgets.VBox):  # type: ignore[misc]
         )
         s = self.scheduled
         parts = [
-            f"<h3>group %{self.group.id}: {s.estimate.cycles:,} cycles, SPM peak "
+            f"<h3>group %{self.group.id}: {_cycles_text(s.estimate)}, SPM peak "
             f"{s.allocation.peak:,} B ({html.escape(self.path)})</h3>",
             f"<table border='0'><tr><th>knob</th><th>value</th></tr>{rows}</table>",
             self.stages.value,
         ]
         if self.error:
             parts.append(f"<p style='color:#b00020'>{html.escape(self.error)}</p>")
-        for fig in (
-            self.schedule_view.timeline_view.figure,
-            self.schedule_view.gantt.figure,
-            self.factor_figure,
-        ):
+        figures: list[Any] = [self.schedule_view.timeline_view.figure]
+        played = self.scheduled.simulated
+        if played is not None and played.result is not None:
+            figures.append(simulated_figure(played.result, title="simulated execution"))
+        figures += [self.schedule_view.gantt.figure, self.factor_figure]
+        for fig in figures:
             parts.append(go.Figure(fig).to_html(full_html=False, **kwargs))
             kwargs["include_plotlyjs"] = False
         title = f"tuning group %{self.group.id}"
@@ -507,6 +523,7 @@ class GroupTuner(ipywidgets.VBox):  # type: ignore[misc]
 
     def _run_search(self, state: Mapping[str, Any], mode: str) -> SearchResult:
         # group-cost's call: the search allocates with its own seed allocator
+        gc = self._pass(state)
         return search_group(
             self.group,
             self._hw_of(state),
@@ -514,6 +531,8 @@ class GroupTuner(ipywidgets.VBox):  # type: ignore[misc]
             budget_s=float(self._knob(state, "search_budget_s")),
             multi_buffer=int(self._knob(state, "multi_buffer")),
             retract=bool(self._knob(state, "retract")),
+            timer=gc.timer(),
+            simulate_top=max(gc.simulate_top, 1),
         )
 
     def _pass(self, state: Mapping[str, Any]) -> GroupCost:
@@ -530,7 +549,7 @@ class GroupTuner(ipywidgets.VBox):  # type: ignore[misc]
             cand = next(c for c in self.candidates() if c.index == forced)
             assert cand.strategy is not None
             strategy = dataclasses.replace(cand.strategy, multi_buffer=gc.multi_buffer)
-            run = run_group(self.group, strategy, hw, gc.settings())
+            run = run_group(self.group, strategy, hw, gc.settings(), timer=gc.timer())
             path = f"forced #{forced}"
         else:
             # group-cost's own call: the same strategy choice and stages by construction

@@ -67,7 +67,7 @@ from tx8lab.widgets.mesh import mesh_figure
 from tx8lab.widgets.overlays import group_overlay
 from tx8lab.widgets.render import render_svg
 from tx8lab.widgets.spm_gantt import compare_allocations, group_schedule, spm_gantt_figure
-from tx8lab.widgets.timeline import timeline_figure
+from tx8lab.widgets.timeline import simulated_figure, timeline_figure
 
 #: Costliest groups that get a factor space, a timeline, an SPM Gantt and a mesh heatmap.
 TOP_GROUPS = 3
@@ -369,11 +369,35 @@ def write_html_report(
     for gid in chosen:
         sched = group_schedule(cost if cost is not None else steps, gid)
         entry = next(g for g in report["groups"] if g["id"] == gid)
+        stall = entry.get("costliest_stall")
         body.append(
-            f"<h3>Group %{gid}: {_fmt(entry['cycles'])} cycles, limited by "
-            f"{html.escape(str(entry.get('limiting_engine')))}</h3>"
+            f"<h3>Group %{gid}: {_fmt(entry['cycles'])} cycles"
+            + (
+                f" simulated (plan {_fmt(entry['plan_cycles'])})"
+                if "plan_cycles" in entry and "latency_ms" in entry
+                else ""
+            )
+            + f", limited by {html.escape(str(entry.get('limiting_engine')))}"
+            + (
+                f"; costliest stall {html.escape(stall['engine'])} {html.escape(stall['reason'])}"
+                f" {stall['ms'] * 1e3:.2f} µs"
+                if isinstance(stall, dict)
+                else ""
+            )
+            + "</h3>"
         )
-        body.append(_figure_div(timeline_figure(sched.timeline, title=f"%{gid} pipeline")))
+        body.append(
+            _figure_div(timeline_figure(sched.timeline, title=f"%{gid} pipeline (the plan)"))
+        )
+        played = cost.result.artifacts["runs"][gid].simulated if cost is not None else None
+        if played is not None and played.result is not None:
+            body.append(
+                _figure_div(
+                    simulated_figure(
+                        played.result, title=f"%{gid} simulated execution (stalls shaded)"
+                    )
+                )
+            )
         panels = compare_allocations(sched.allocation, time_limit_s=alloc_time_limit_s)
         body.append(
             _figure_div(

@@ -41,10 +41,13 @@ import traitlets
 
 from tx8lab.core.passes.base import Step
 from tx8lab.core.program import Command, Program
+from tx8lab.core.schedule.estimate import SIM_ENGINES
 from tx8lab.core.schedule.spm_alloc import Allocation
 from tx8lab.core.schedule.sw_pipeline import step_bounds
 from tx8lab.core.schedule.tasks import ENGINES, Buffer, Slot, Timeline
+from tx8lab.core.schedule.trace import sim_events
 from tx8lab.errors import Tx8labError
+from tx8lab.hw.sim import SimResult
 from tx8lab.widgets.graph_view import GraphView
 from tx8lab.widgets.overlays import MISSING_COLOR, PALETTE, category_overlay
 from tx8lab.widgets.spm_gantt import (
@@ -208,6 +211,86 @@ def timeline_figure(
         margin={"t": 50, "l": 60, "r": 20, "b": 40},
     )
     set_timeline_cursor(fig, timeline, cursor)
+    return fig
+
+
+#: Bar colour of a simulated command (stalls take their reason's colour).
+SIM_COMMAND_COLOR = "#4c78a8"
+#: Stall reason -> bar colour in :func:`simulated_figure`.
+STALL_BAR_COLORS: dict[str, str] = {
+    "issue": "#bdbdbd",
+    "dependency": "#f58518",
+    "queue full": "#e45756",
+    "join": "#eeca3b",
+    "barrier": "#9d755d",
+}
+
+
+def simulated_figure(
+    result: SimResult,
+    *,
+    tile: int | None = None,
+    title: str | None = None,
+    height: int = 300,
+) -> go.Figure:
+    """One tile of a simulated run: commands per engine, stalls shaded by reason, in cycles.
+
+    The execution the simulator plays (``tx8lab.hw.sim``), beside the plan's
+    :func:`timeline_figure`: one row per engine and one for the kernel core that issues
+    the commands; each wait is a bar in its reason's colour (the trace's stall slices,
+    :func:`~tx8lab.core.schedule.trace.sim_events`). ``tile``: default the slowest.
+    """
+    which = result.slowest_tile if tile is None else tile
+    if which not in result.tiles:
+        raise Tx8labError(
+            f"simulated_figure: tile {which} is not in the run (tiles {sorted(result.tiles)})"
+        )
+    one = SimResult({which: result.tiles[which]}, result.clock_hz, result.launch_cycles)
+    events = [e for e in sim_events(one, pid_base=0) if e["ph"] == "X"]
+    scale = result.clock_hz / 1e6  # µs -> cycles
+    fig = go.Figure()
+    kinds = ["command", *STALL_BAR_COLORS]
+    for kind in kinds:
+        name = "command" if kind == "command" else f"stall: {kind}"
+        mine = [
+            e
+            for e in events
+            if (e["cat"] == "simulated" if kind == "command" else e["name"] == name)
+        ]
+        if not mine:
+            continue
+        fig.add_trace(
+            go.Bar(
+                orientation="h",
+                base=np.array([round(e["ts"] * scale) for e in mine], dtype=np.int64),
+                x=np.array([e["args"]["cycles"] for e in mine], dtype=np.int64),
+                y=np.array([e["args"]["engine"] for e in mine], dtype=object),
+                text=np.array([e["name"] for e in mine], dtype=object),
+                textposition="inside",
+                insidetextanchor="middle",
+                name=name,
+                marker={
+                    "color": SIM_COMMAND_COLOR if kind == "command" else STALL_BAR_COLORS[kind],
+                    "line": {"color": "#555", "width": 0.5},
+                },
+                hovertemplate="<b>%{text}</b> on %{y}<br>cycles from %{base:,}: %{x:,}"
+                "<extra>%{fullData.name}</extra>",
+                meta={"role": "simulated" if kind == "command" else "stall"},
+            )
+        )
+    run = result.tiles[which]
+    used = [e for e in SIM_ENGINES if run.busy.get(e, 0) or run.stalls.get(e)] or ["kcore"]
+    fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(used)), title_text="engine")
+    fig.update_xaxes(title_text="cycles", range=[0, max(run.body, 1)])
+    fig.update_layout(
+        barmode="overlay",
+        bargap=0.25,
+        height=height,
+        title=title or f"simulated, tile {which}: {run.body:,} cycles, {len(run.timings)} commands",
+        uniformtext={"minsize": 8, "mode": "hide"},
+        hovermode="closest",
+        margin={"t": 50, "l": 60, "r": 20, "b": 40},
+    )
     return fig
 
 
