@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -230,9 +231,10 @@ def test_corrupted_offset_is_caught(via: str) -> None:
 def test_wrong_address_in_main_c_breaks_the_trace() -> None:
     module = scheduled(zoo.tiny_cnn())
     text = main_c(module, HW, groups_c(module, HW))
-    needle = "TSR t_37 = {Fmt_FP16, 0x000000"
-    assert needle in text
-    bad = text.replace(needle, "TSR t_37 = {Fmt_FP16, 0x000040", 1)
+    found = re.search(r"TSR t_37 = \{Fmt_FP16, 0x([0-9a-f]{6})", text)
+    assert found is not None
+    moved = f"TSR t_37 = {{Fmt_FP16, 0x{int(found.group(1), 16) + 0x40:06x}"
+    bad = text.replace(found.group(0), moved, 1)
     with pytest.raises(
         ProgramError, match=r"(?s)trace differs from the Program .*op_dma_load op %37"
     ):

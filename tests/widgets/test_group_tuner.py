@@ -15,6 +15,7 @@ from tx8lab.core.passes import build_pipeline
 from tx8lab.core.passes.base import Step
 from tx8lab.core.runner import run_pipeline
 from tx8lab.core.schedule.stages import StageSettings, run_group
+from tx8lab.core.simulate import simulate_schedule
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import TX81
 from tx8lab.widgets import GroupTuner
@@ -74,7 +75,7 @@ def test_from_step_starts_at_the_recorded_result() -> None:
     assert t.scheduled is recorded
     for stage in ("data-split", "sw-pipeline", "buffer-life", "buffer-merge", "spm-alloc"):
         assert f"<td>{stage}</td>" in t.stages.value
-    assert f"{t.cycles} cycles, limited by" in t.stages.value
+    assert f"{t.cycles} cycles simulated on tile" in t.stages.value
 
 
 def test_from_step_picks_a_given_group_and_checks_it() -> None:
@@ -121,7 +122,11 @@ def test_multi_buffer_and_retract_change_a_looping_group(tuner: GroupTuner) -> N
     assert tuner.cycles > double  # no double buffering: loads no longer overlap compute
     # the same numbers as the core stages with the same arguments
     again = run_group(
-        tuner.group, tuner.scheduled.strategy, tuner.hw, StageSettings(multi_buffer=1, alloc="best")
+        tuner.group,
+        tuner.scheduled.strategy,
+        tuner.hw,
+        StageSettings(multi_buffer=1, alloc="best"),
+        timer=simulate_schedule,
     )
     assert again.estimate.cycles == tuner.cycles
     tuner.set("group-cost.multi_buffer", 2)
@@ -203,7 +208,9 @@ def test_views_are_updated_in_place(tuner: GroupTuner) -> None:
     assert view.timeline_view.timeline is tuner.scheduled.timeline
     assert view.timeline_view.steps == tuner.scheduled.timeline.steps != steps_before
     assert view.slider.max == tuner.scheduled.timeline.steps - 1
-    assert f"{tuner.cycles:,} cycles" in timeline_fig.layout.title.text
+    # the timeline is the plan; the tuner's cycles are the simulated run's
+    assert f"{tuner.scheduled.estimate.plan_cycles:,} cycles" in timeline_fig.layout.title.text
+    assert tuner.cycles == tuner.scheduled.estimate.cycles
     shown = sum(len(t.base) for t in timeline_fig.data if (t.meta or {}).get("role") == "slot")
     assert shown == len(tuner.scheduled.timeline.slots)
     peak = next(t for t in gantt_fig.data if (t.meta or {}).get("role") == "peak")
@@ -298,8 +305,9 @@ def test_history_timings_and_html(tuner: GroupTuner) -> None:
     assert tuner.last_update == tuner.history[-1]
     page = tuner.to_html()
     assert page.startswith("<!DOCTYPE html>")
-    assert f"group %{tuner.group.id}: {tuner.cycles:,} cycles" in page
-    assert page.count("Plotly.newPlot") == 3
+    assert f"group %{tuner.group.id}: {tuner.cycles:,} cycles simulated" in page
+    # the plan's timeline, the simulated run, the SPM Gantt, the factor space
+    assert page.count("Plotly.newPlot") == 4
     assert "group-cost.multi_buffer" in page
 
 

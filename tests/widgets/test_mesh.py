@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import plotly.graph_objects as go
 
-from tests.widgets.traces import step_of
+from tests.widgets.traces import trace_of
 from tx8lab.core.schedule.tasks import Buffer, ScheduleInput, Slot, Task, Timeline
 from tx8lab.hw import TX81
 from tx8lab.widgets.mesh import dma_bytes, mesh_figure, mesh_frame
@@ -14,7 +14,9 @@ from tx8lab.widgets.spm_gantt import GroupSchedule, group_schedule
 
 
 def _tiny_cnn_group(gid: int = 30) -> GroupSchedule:
-    return group_schedule(step_of("tiny_cnn", "group-cost"), gid)
+    # the plan's choice (group-cost without the simulator): group %30 on 8 of 16 tiles
+    steps = trace_of("tiny_cnn", "group-cost.simulate_top=0")
+    return group_schedule(next(s for s in steps if s.name == "group-cost"), gid)
 
 
 def _looping_schedule() -> GroupSchedule:

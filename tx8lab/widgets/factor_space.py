@@ -61,6 +61,7 @@ from tx8lab.core.ops import get_op_def
 from tx8lab.core.passes.base import Step
 from tx8lab.core.schedule.search import (
     MODES,
+    SIMULATE_TOP,
     Candidate,
     SearchResult,
     search_group,
@@ -78,6 +79,7 @@ from tx8lab.core.schedule.sharding import (
 from tx8lab.core.schedule.slicing import group_tile_budget
 from tx8lab.core.schedule.stages import GroupRun
 from tx8lab.core.schedule.tasks import OpStrategy
+from tx8lab.core.simulate import simulate_schedule
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
 from tx8lab.widgets.overlays import PALETTE
@@ -502,7 +504,13 @@ class FactorSpaceView(ipywidgets.VBox):  # type: ignore[misc]
         if mode not in MODES:
             raise Tx8labError(f"FactorSpaceView.from_group: unknown mode {mode!r}; use {MODES}")
         result = search_group(
-            group, hw, mode=mode, budget_s=budget_s, multi_buffer=multi_buffer, retract=retract
+            group,
+            hw,
+            mode=mode,
+            budget_s=budget_s,
+            multi_buffer=multi_buffer,
+            retract=retract,
+            timer=simulate_schedule,
         )
         return cls(group, hw, result, **kwargs)
 
@@ -542,6 +550,7 @@ class FactorSpaceView(ipywidgets.VBox):  # type: ignore[misc]
                 )
             if mode not in MODES:
                 raise Tx8labError(f"FactorSpaceView.from_step: unknown mode {mode!r}; use {MODES}")
+            top = int(knobs.get("simulate_top", SIMULATE_TOP))
             result = search_group(
                 group,
                 hw,
@@ -549,6 +558,8 @@ class FactorSpaceView(ipywidgets.VBox):  # type: ignore[misc]
                 budget_s=float(knobs.get("search_budget_s", 2.0)),
                 multi_buffer=multi_buffer,
                 retract=retract,
+                timer=simulate_schedule if top else None,
+                simulate_top=max(top, 1),
             )
         return cls(group, hw, result, **kwargs)
 
