@@ -64,16 +64,18 @@ Readings chosen where the seed is vague:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import operator
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from tx8lab._gc import gc_paused
 from tx8lab.core.attrs import LayoutMode
 from tx8lab.core.codegen_c import c_function
 from tx8lab.core.grouping import is_compute
-from tx8lab.core.ir import TERMINATORS, Module, Op, TensorType, Value
+from tx8lab.core.ir import TERMINATORS, Module, Op, TensorType
 from tx8lab.core.ops import get_op_def
-from tx8lab.core.ops.registry import Window, op_layout, value_bytes
+from tx8lab.core.ops.registry import Window, WindowPlan, op_layout, value_bytes
 from tx8lab.core.schedule.slicing import gather_readers, linked_dims, loop_slots
 from tx8lab.core.schedule.stages import StageSettings, run_group
 from tx8lab.core.schedule.sw_pipeline import Instance, Use, expand
@@ -443,14 +445,6 @@ def region_tiles(group: Op, hw: ChipConfig) -> list[int]:
     return [(y0 + r) * cols + (x0 + c) for r in range(dy) for c in range(dx)]
 
 
-def _bbox(a: Window, b: Window) -> Window:
-    return tuple((min(x0, y0), max(x1, y1)) for (x0, x1), (y0, y1) in zip(a, b, strict=True))
-
-
-def _whole(shape: Sequence[int]) -> Window:
-    return tuple((0, int(d)) for d in shape)
-
-
 def _digits(index: int, radix: Sequence[int]) -> list[int]:
     out = [0] * len(radix)
     for i in range(len(radix) - 1, -1, -1):
@@ -489,6 +483,8 @@ class _GroupBoxes:
                 sharded_by[root] = sharded_by.get(root, 0) + 1
         self.tile_order = {r: (n, r) for r, n in sharded_by.items()}
         self._coords: dict[tuple[int, int], dict[int, int]] = {}
+        self._cuts: dict[int, list[tuple[int, int, int, int, int, int]]] = {}
+        self._boxes: dict[tuple[int, int, tuple[int, ...]], Window] = {}
         self.slices = {
             op_id: get_op_def(ops[op_id].kind).temporal_slice_shape(ops[op_id], st)
             for op_id, st in strategy.ops.items()
@@ -496,14 +492,6 @@ class _GroupBoxes:
         }
         self.gathers = gather_readers(group, self.slices)
         """Table value -> the Gather whose indices pick its rows (a gather load)."""
-
-    def chunk_index(self, root: tuple[int, int], at: Sequence[int]) -> int:
-        """Chunk of group dim ``root`` at loop indices ``at`` (outermost first)."""
-        got = self.digit.get(root)
-        if got is None:
-            return 0
-        k, d, splits = got
-        return _digits(at[k] if k < len(at) else 0, splits)[d]
 
     def tile_coords(self, op_id: int, local: int) -> dict[int, int]:
         key = (op_id, local)
@@ -519,19 +507,44 @@ class _GroupBoxes:
             self._coords[key] = got
         return got
 
-    def box(self, op_id: int, local: int, at: Sequence[int]) -> Window:
-        st = self.strategy.ops[op_id]
+    def _dim_cuts(self, op_id: int) -> list[tuple[int, int, int, int, int, int]]:
+        """Per iteration dim: size, piece, chunk, and where its chunk index is read.
+
+        The chunk of a split dim is digit ``d`` of loop ``k``'s index in the mixed radix of
+        that loop's splits: ``(index // stride) % radix``; ``k`` is -1 for a dim that is
+        not split (chunk 0).
+        """
+        got = self._cuts.get(op_id)
+        if got is None:
+            st = self.strategy.ops[op_id]
+            got = []
+            for i, dim in enumerate(self.dims[op_id]):
+                piece = -(-dim.size // st.shard[i])
+                chunk = -(-piece // st.split[i])
+                k, stride, radix = -1, 1, 1
+                where = self.digit.get(self.root[(op_id, i)]) if st.split[i] > 1 else None
+                if where is not None:
+                    k, d, splits = where
+                    stride, radix = math.prod(splits[d + 1 :]), splits[d]
+                got.append((dim.size, piece, chunk, k, stride, radix))
+            self._cuts[op_id] = got
+        return got
+
+    def box(self, op_id: int, local: int, at: tuple[int, ...]) -> Window:
+        key = (op_id, local, at)
+        got = self._boxes.get(key)
+        if got is not None:
+            return got
         coords = self.tile_coords(op_id, local)
         out = []
-        for i, dim in enumerate(self.dims[op_id]):
-            piece = -(-dim.size // st.shard[i])
-            chunk = -(-piece // st.split[i])
-            k = self.chunk_index(self.root[(op_id, i)], at) if st.split[i] > 1 else 0
+        for i, (size, piece, chunk, k, stride, radix) in enumerate(self._dim_cuts(op_id)):
+            c = (at[k] if k < len(at) else 0) // stride % radix if k >= 0 else 0
             base = coords.get(i, 0) * piece
-            start = min(dim.size, base + k * chunk)
-            stop = min(dim.size, base + piece, base + (k + 1) * chunk)
+            start = min(size, base + c * chunk)
+            stop = min(size, base + piece, base + (c + 1) * chunk)
             out.append((start, max(start, stop)))
-        return tuple(out)
+        got = self._boxes[key] = tuple(out)
+        return got
 
 
 def _loops_of(
@@ -545,25 +558,6 @@ def _loops_of(
         else:
             out.update(_loops_of(node.body, (*around, (node.stage, node.times))))
     return out
-
-
-def _spm_access(
-    buffer: str,
-    value: str,
-    label: str,
-    offsets: Mapping[str, tuple[int, int]],
-    dtype: str,
-    layout: str,
-    window: Window,
-    where: str,
-) -> Access:
-    if label not in offsets:
-        raise Tx8labError(
-            f"program: {where}: spm_offsets has no lifetime {label!r} for buffer {buffer!r}; "
-            "the allocation does not match the schedule, re-run group-cost"
-        )
-    addr, nbytes = offsets[label]
-    return Access("spm", buffer, value, label, addr, nbytes, dtype, layout, window, window)
 
 
 def group_code(group: Op, hw: ChipConfig) -> GroupCode:
@@ -581,366 +575,460 @@ def group_program(
 
     ``code`` is the group's :func:`group_code` (built here when not given).
     """
-    code = code if code is not None else group_code(group, hw)
-    strategy, si, timeline = code.strategy, code.schedule, code.timeline
-    instances = code.instances
-    generations, runs = lifetime_labels(instances)
-    offsets = code.offsets
-    steps = {(s.task, s.iteration): s.step for s in timeline.slots}
-    ops = {op.id: op for op in group.regions[0].ops if op.kind not in TERMINATORS}
-    names = code.names
-    boxes = _GroupBoxes(group, strategy, ops)
-    loops = _loops_of(si.nodes)
-    alias: dict[ValueKey, ValueKey] = {}
-    readers: dict[ValueKey, list[tuple[Op, int]]] = {}
-    for op in ops.values():
-        if op.kind == "tx8be.Tuple":
-            for res, v in zip(op.results, op.operands, strict=True):
-                alias[res.key] = alias.get(v.key, v.key)
-    for op in ops.values():
-        if op.id in strategy.ops and is_compute(op):
-            for j, v in enumerate(op.operands):
-                readers.setdefault(alias.get(v.key, v.key), []).append((op, j))
-    tiles = region_tiles(group, hw)
-    out: dict[int, list[Command]] = {t: [] for t in tiles}
-    imm_seen: dict[str, int] = {}
-    imm_index: list[int] = []
-    for inst in instances:
-        for b in inst.imm:
-            imm_seen[b] = imm_seen.get(b, 0) + 1
-        imm_index.append(max((imm_seen[b] - 1 for b in inst.imm), default=0))
-    for local, tile in enumerate(tiles):
-        drafts: list[Command] = []
-        for n, inst in enumerate(instances):
-            around = loops[inst.task.id]
-            at = inst.iteration
-            drafts.append(
-                _command(
-                    inst,
-                    around,
-                    tile,
-                    local,
-                    at,
-                    steps.get(inst.key, 0),
-                    imm_index[n],
-                    group,
-                    ops,
-                    names,
-                    alias,
-                    readers,
-                    boxes,
-                    generations,
-                    runs,
-                    offsets,
-                )
+    with gc_paused():  # every command survives: see tx8lab._gc
+        code = code if code is not None else group_code(group, hw)
+        unroll = _Unroll(group, code)
+        return {
+            tile: unroll.commands(tile, local) for local, tile in enumerate(region_tiles(group, hw))
+        }
+
+
+# An SPM range of a command before its holder is known: the tile-independent part
+# (:data:`_Spm`) and the window. ``_Spm`` is ((lifetime, value), buffer, lifetime, addr,
+# bytes, dtype, layout, gather axis); the buffer is the value's name (the key's value).
+_Spm = tuple[tuple[str, str], str, str, int, int, str, str, int]
+_Draft = tuple[_Spm, Window]
+_Ddr = tuple[str, int, int, str, str, Window]
+"""A DDR tensor: name, address, bytes, dtype, layout, its whole box."""
+_NO_DDR: _Ddr = ("", -1, 0, "", "", ())
+_Head = tuple[int, What, str, int, str, str, str, tuple[int, ...], int]
+"""``Command`` fields ``group`` .. ``step`` (the tile comes first)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _LoadSite:
+    """What one load instance's command is on every tile: all but its windows."""
+
+    op: Op
+    head: _Head
+    ddr: _Ddr
+    dst: _Spm
+    picker: Op | None
+    """The Gather whose indices pick the rows (a gather load), else None."""
+    indices: _Spm | None
+    """A gather load: the indices' range."""
+
+
+@dataclass(frozen=True, slots=True)
+class _StoreSite:
+    """What one store instance's command is on every tile: all but its windows."""
+
+    op: Op
+    head: _Head
+    src: _Spm
+    ddr: _Ddr
+    owner: Op
+    """The op whose result it stores."""
+    result: int
+    """That result's index."""
+
+
+@dataclass(frozen=True, slots=True)
+class _ComputeSite:
+    """What one compute instance's command is on every tile: all but its box and windows."""
+
+    op: Op
+    head: _Head
+    spm: tuple[_Spm | None, ...]
+    """Per operand: its SPM range, or None when it is read in place from DDR ..."""
+    ddr: tuple[_Ddr, ...]
+    """... from this DDR tensor (a bypasscodegen constant; :data:`_NO_DDR` for the others)."""
+    gathered: int
+    """0 when operand 0 is a gather load's rows (in index order), else -1."""
+    results: tuple[tuple[int, _Spm], ...]
+    """(result index, range) of each result kept in SPM."""
+    psum: _Spm | None
+    psum_init: bool
+    psum_last: bool
+    imm: Access | None
+    clobbers: tuple[int, ...]
+
+
+_Site = _LoadSite | _StoreSite | _ComputeSite
+
+
+def _bbox(a: Window, b: Window) -> Window:
+    return tuple((min(x0, y0), max(x1, y1)) for (x0, x1), (y0, y1) in zip(a, b, strict=True))
+
+
+def _whole(shape: Sequence[int]) -> Window:
+    return tuple((0, int(d)) for d in shape)
+
+
+def _same(box: Window) -> Window:
+    return box
+
+
+def _plan_window(plan: WindowPlan, n: int) -> Callable[[Window], Window]:
+    """The function box -> window of a window plan over ``n`` iteration dims."""
+    if plan == tuple(range(n)):
+        return _same
+    if not plan:
+        return lambda box: ()
+    consts = tuple(p for p in plan if not isinstance(p, int))
+    # a fixed range is read from the constants appended after the box
+    index: list[int] = []
+    fixed = 0
+    for p in plan:
+        if isinstance(p, int):
+            index.append(p)
+        else:
+            index.append(n + fixed)
+            fixed += 1
+    if len(index) == 1:
+        i = index[0]
+        if consts:
+            return lambda box: consts
+        return lambda box: (box[i],)
+    get: Callable[[Window], Window] = operator.itemgetter(*index)
+    if not consts:
+        return get
+    return lambda box: get(box + consts)
+
+
+def _with_axis(spm: _Spm, axis: int) -> _Spm:
+    """``spm`` holding a Gather's rows picked along ``axis`` (``Access.gather_axis``)."""
+    key, buffer, label, addr, nbytes, dtype, layout, _ = spm
+    return (key, buffer, label, addr, nbytes, dtype, layout, axis)
+
+
+class _Unroll:
+    """One group's commands per tile (:func:`group_program`, module docstring).
+
+    What a command is on every tile (its buffers, lifetime labels, SPM offsets, DDR
+    tensor, scratch, psum flags) is worked out once per instance (:meth:`_site`); per tile
+    only the iteration boxes and the windows are. Each SPM range's holder is the bounding
+    box of its (lifetime, value)'s windows on the tile, so the commands of a tile are
+    drafted first and built once every holder is known.
+    """
+
+    def __init__(self, group: Op, code: GroupCode) -> None:
+        self.group = group
+        self.instances = code.instances
+        self.generations, self.runs = lifetime_labels(self.instances)
+        self.offsets = code.offsets
+        self.steps = {(s.task, s.iteration): s.step for s in code.timeline.slots}
+        ops = {op.id: op for op in group.regions[0].ops if op.kind not in TERMINATORS}
+        self.ops = ops
+        self.names = code.names
+        self.boxes = _GroupBoxes(group, code.strategy, ops)
+        self.loops = _loops_of(code.schedule.nodes)
+        self.alias: dict[ValueKey, ValueKey] = {}
+        self.readers: dict[ValueKey, list[tuple[Op, int]]] = {}
+        for op in ops.values():
+            if op.kind == "tx8be.Tuple":
+                for res, v in zip(op.results, op.operands, strict=True):
+                    self.alias[res.key] = self.alias.get(v.key, v.key)
+        for op in ops.values():
+            if op.id in code.strategy.ops and is_compute(op):
+                for j, v in enumerate(op.operands):
+                    self.readers.setdefault(self.alias.get(v.key, v.key), []).append((op, j))
+        imm_seen: dict[str, int] = {}
+        self.imm_index: list[int] = []
+        for inst in self.instances:
+            for b in inst.imm:
+                imm_seen[b] = imm_seen.get(b, 0) + 1
+            self.imm_index.append(max((imm_seen[b] - 1 for b in inst.imm), default=0))
+        self.sites: list[_Site | None] = [None] * len(self.instances)
+        self._windows: dict[tuple[int, int, bool], Callable[[Window], Window]] = {}
+        self._load_windows: dict[tuple[int, int, tuple[int, ...]], Window] = {}
+
+    # ------------------------------------------------------------------ windows
+    def window(self, op: Op, index: int, box: Window, *, result: bool = False) -> Window:
+        """``operand_window`` (``result_window``) of ``op`` at ``box``, by its plan."""
+        key = (op.id, index, result)
+        get = self._windows.get(key)
+        if get is None:
+            get = self._windows[key] = self._window_fn(op, index, result)
+        return get(box)
+
+    def _window_fn(self, op: Op, index: int, result: bool) -> Callable[[Window], Window]:
+        entry = get_op_def(op.kind)
+        plan = entry.window_plan(op, index, result=result)
+        if plan is not None:
+            return _plan_window(plan, len(entry.iter_dims(op)))
+        memo: dict[Window, Window] = {}
+        method = entry.result_window if result else entry.operand_window
+
+        def window(box: Window) -> Window:
+            got = memo.get(box)
+            if got is None:
+                got = memo[box] = method(op, index, box)
+            return got
+
+        return window
+
+    def load_window(self, op: Op, local: int, at: tuple[int, ...]) -> Window:
+        """The box a load moves: the bounding box of its compute readers' reads at ``at``."""
+        key = (op.id, local, at)
+        got = self._load_windows.get(key)
+        if got is not None:
+            return got
+        box: Window | None = None
+        for user, j in self.readers.get(op.results[0].key, ()):
+            w = self.window(user, j, self.boxes.box(user.id, local, at))
+            box = w if box is None else _bbox(box, w)
+        got = box if box is not None else _whole(op.results[0].type.shape)
+        self._load_windows[key] = got
+        return got
+
+    # ------------------------------------------------------------------ sites
+    def _spm(self, buffer: str, label: str, dtype: str, layout: str, where: str) -> _Spm:
+        if label not in self.offsets:
+            raise Tx8labError(
+                f"program: {where}: spm_offsets has no lifetime {label!r} for buffer "
+                f"{buffer!r}; the allocation does not match the schedule, re-run group-cost"
             )
-        out[tile] = _with_holders(drafts)
-    return out
+        addr, nbytes = self.offsets[label]
+        return ((label, buffer), buffer, label, addr, nbytes, dtype, layout, -1)
 
+    def _site(self, n: int) -> _Site:
+        inst = self.instances[n]
+        task = inst.task
+        op = self.ops[task.op_id]
+        where = f"group %{self.group.id} {op.label}"
 
-def _value_of(op: Op, key: ValueKey) -> Value:
-    return next(r for r in op.results if r.key == key)
+        def head(what: What, function: str) -> _Head:
+            step = self.steps.get(inst.key, 0)
+            return (self.group.id, what, function, op.id, op.kind, task.engine, task.id,
+                    inst.iteration, step)  # fmt: skip
 
-
-def _load_window(
-    op: Op,
-    local: int,
-    at: Sequence[int],
-    readers: Mapping[ValueKey, list[tuple[Op, int]]],
-    boxes: _GroupBoxes,
-) -> Window:
-    key = op.results[0].key
-    box: Window | None = None
-    for user, j in readers.get(key, []):
-        got = get_op_def(user.kind).operand_window(user, j, boxes.box(user.id, local, at))
-        box = got if box is None else _bbox(box, got)
-    return box if box is not None else _whole(op.results[0].type.shape)
-
-
-def _produced_window(
-    key: ValueKey,
-    ops: Mapping[int, Op],
-    local: int,
-    at: Sequence[int],
-    readers: Mapping[ValueKey, list[tuple[Op, int]]],
-    boxes: _GroupBoxes,
-) -> Window:
-    owner = ops[key[0]]
-    if owner.kind in LOADS:
-        return _load_window(owner, local, at, readers, boxes)
-    entry = get_op_def(owner.kind)
-    return entry.result_window(owner, key[1], boxes.box(owner.id, local, at))
-
-
-def _command(
-    inst: Instance,
-    around: Sequence[tuple[str, int]],
-    tile: int,
-    local: int,
-    at: Sequence[int],
-    step: int,
-    imm_run: int,
-    group: Op,
-    ops: Mapping[int, Op],
-    names: Mapping[ValueKey, str],
-    alias: Mapping[ValueKey, ValueKey],
-    readers: Mapping[ValueKey, list[tuple[Op, int]]],
-    boxes: _GroupBoxes,
-    generations: Mapping[str, int],
-    runs: Mapping[str, int],
-    offsets: Mapping[str, tuple[int, int]],
-) -> Command:
-    task = inst.task
-    op = ops[task.op_id]
-    where = f"group %{group.id} {op.label}"
-    reads = {u.buffer: u for u in inst.reads}
-    writes = {u.buffer: u for u in inst.writes}
-    base: dict[str, Any] = {
-        "tile": tile,
-        "group": group.id,
-        "op_id": op.id,
-        "op_kind": op.kind,
-        "engine": task.engine,
-        "task": task.id,
-        "iteration": inst.iteration,
-        "step": step,
-    }
-    if op.kind in LOADS:
-        key = op.results[0].key
-        ttype = op.results[0].type
-        window = _load_window(op, local, at, readers, boxes)
-        layout = op_layout(op).value
-        src = _ddr_access(op, ttype.shape, ttype.dtype, layout, window)
-        buf = names[key]
-        dst = _spm_access(
-            buf,
-            buf,
-            use_label(writes[buf], generations),
-            offsets,
-            ttype.dtype,
-            layout,
-            window,
-            where,
-        )
-        what: What = "load_const" if op.kind == "tx8be.LoadConst" else "load"
-        picker = boxes.gathers.get(key)
-        gather = None
-        if picker is not None:
-            dst, gather = _gather_accesses(
-                picker, dst, boxes, local, at, names, alias, ops, reads, generations, offsets, where
-            )
-        return Command(
-            what=what,
-            function="op_dma_gather" if gather else "op_dma_" + what,
-            reads=(src,),
-            writes=(dst,),
-            gather=gather,
-            **base,
-        )
-    if op.kind == STORE:
-        key = alias.get(op.operands[0].key, op.operands[0].key)
-        ttype = op.operands[0].type
-        buf = names[key]
-        window = _produced_window(key, ops, local, at, readers, boxes)
-        owner = ops[key[0]]
-        src = _spm_access(
-            buf,
-            buf,
-            use_label(reads[buf], generations),
-            offsets,
-            ttype.dtype,
-            op_layout(owner).value,
-            window,
-            where,
-        )
-        dst = _ddr_access(op, ttype.shape, ttype.dtype, op_layout(op).value, window)
-        return Command(what="store", function="op_dma_store", reads=(src,), writes=(dst,), **base)
-    entry = get_op_def(op.kind)
-    box = boxes.box(op.id, local, at)
-    layout = op_layout(op).value
-    operand_accesses: list[Access] = []
-    for j, v in enumerate(op.operands):
-        key = alias.get(v.key, v.key)
-        window = entry.operand_window(op, j, box)
-        name = names.get(key)
-        if name is not None:
-            owner = ops[key[0]]
-            operand_accesses.append(
-                _spm_access(
+        reads = {u.buffer: u for u in inst.reads}
+        writes = {u.buffer: u for u in inst.writes}
+        gen = self.generations
+        if op.kind in LOADS:
+            key = op.results[0].key
+            ttype = op.results[0].type
+            layout = op_layout(op).value
+            ddr = _ddr_tensor(op, ttype.shape, ttype.dtype, layout)
+            buf = self.names[key]
+            dst = self._spm(buf, use_label(writes[buf], gen), ttype.dtype, layout, where)
+            what: What = "load_const" if op.kind == "tx8be.LoadConst" else "load"
+            picker = self.boxes.gathers.get(key)
+            indices = None
+            if picker is not None:
+                index_value = picker.operands[1]
+                ikey = self.alias.get(index_value.key, index_value.key)
+                name = self.names.get(ikey)
+                if name is None or name not in reads:
+                    raise Tx8labError(
+                        f"program: {where}: the gather load of {picker.label} needs its "
+                        "indices in SPM before it; load them first (group-ldst, the default "
+                        "pipeline)"
+                    )
+                indices = self._spm(
                     name,
-                    name,
-                    use_label(reads[name], generations),
-                    offsets,
-                    v.type.dtype,
-                    op_layout(owner).value,
-                    window,
+                    use_label(reads[name], gen),
+                    index_value.type.dtype,
+                    op_layout(self.ops[ikey[0]]).value,
                     where,
                 )
-            )
-            if j == 0 and owner.kind in LOADS and boxes.gathers.get(key) is op:
-                # the table's rows came in index order (the gather load's compact box)
-                operand_accesses[-1] = _as_gathered(operand_accesses[-1], op, box)
-            continue
-        source = None if v.is_arg else ops.get(v.owner)
-        if source is not None and source.kind in LOADS and source.attrs.get("bypasscodegen"):
-            operand_accesses.append(
-                _ddr_access(source, v.type.shape, v.type.dtype, op_layout(source).value, window)
-            )
-            continue
-        raise Tx8labError(
-            f"program: {op.label} operand {j} in group %{group.id} is neither in SPM nor a "
-            "bypasscodegen constant in DDR; it has no address the program could read (run "
-            "group-ldst, the default pipeline, so every input is loaded)"
-        )
-    result_accesses = []
-    for r in op.results:
-        name = names.get(r.key)
-        if name is None:
-            continue
-        result_accesses.append(
-            _spm_access(
-                name,
-                name,
-                use_label(writes[name], generations),
-                offsets,
-                r.type.dtype,
-                layout,
-                entry.result_window(op, r.index, box),
-                where,
-            )
-        )
-    psum_name = f"%{op.id}.psum"
-    psum = None
-    init = last = True
-    if psum_name in writes:
-        rwin = entry.result_window(op, 0, box)
-        dtype = "f32" if op.results[0].type.dtype not in ("i8", "i32", "i64", "i1") else "i32"
-        psum = _spm_access(
-            psum_name,
-            psum_name,
-            use_label(writes[psum_name], generations),
-            offsets,
-            dtype,
-            "Tensor",
-            rwin,
-            where,
-        )
-        if inst.iteration:
-            # sw_pipeline.expand restarts a psum when the innermost loop is at 0
-            init = inst.iteration[-1] == 0
-            last = inst.iteration[-1] == around[-1][1] - 1
-    imm_name = f"%{op.id}.imm"
-    imm = None
-    if imm_name in inst.imm:
-        label = lifetime_label(imm_name, imm_run, runs.get(imm_name, 1))
-        if label not in offsets:
+                axis = int(get_op_def(picker.kind).attr(picker, "axis"))
+                dst = _with_axis(dst, axis % picker.operands[0].type.rank)
+            function = "op_dma_gather" if picker is not None else "op_dma_" + what
+            return _LoadSite(op, head(what, function), ddr, dst, picker, indices)
+        if op.kind == STORE:
+            key = self.alias.get(op.operands[0].key, op.operands[0].key)
+            ttype = op.operands[0].type
+            buf = self.names[key]
+            owner = self.ops[key[0]]
+            layout = op_layout(owner).value
+            src = self._spm(buf, use_label(reads[buf], gen), ttype.dtype, layout, where)
+            ddr = _ddr_tensor(op, ttype.shape, ttype.dtype, op_layout(op).value)
+            return _StoreSite(op, head("store", "op_dma_store"), src, ddr, owner, key[1])
+        entry = get_op_def(op.kind)
+        layout = op_layout(op).value
+        spms: list[_Spm | None] = []
+        ddrs: list[_Ddr] = []
+        gathered = -1
+        for j, v in enumerate(op.operands):
+            key = self.alias.get(v.key, v.key)
+            name = self.names.get(key)
+            if name is not None:
+                owner = self.ops[key[0]]
+                label = use_label(reads[name], gen)
+                spm = self._spm(name, label, v.type.dtype, op_layout(owner).value, where)
+                if j == 0 and owner.kind in LOADS and self.boxes.gathers.get(key) is op:
+                    # the table's rows came in index order (the gather load's compact box)
+                    gathered = 0
+                    spm = _with_axis(spm, int(entry.attr(op, "axis")) % v.type.rank)
+                spms.append(spm)
+                ddrs.append(_NO_DDR)
+                continue
+            source = None if v.is_arg else self.ops.get(v.owner)
+            if source is not None and source.kind in LOADS and source.attrs.get("bypasscodegen"):
+                layout_of = op_layout(source).value
+                spms.append(None)
+                ddrs.append(_ddr_tensor(source, v.type.shape, v.type.dtype, layout_of))
+                continue
             raise Tx8labError(
-                f"program: {where}: spm_offsets has no lifetime {label!r} for its scratch; "
-                "the allocation does not match the schedule, re-run group-cost"
+                f"program: {op.label} operand {j} in group %{self.group.id} is neither in SPM "
+                "nor a bypasscodegen constant in DDR; it has no address the program could "
+                "read (run group-ldst, the default pipeline, so every input is loaded)"
             )
-        addr, nbytes = offsets[label]
-        whole = ((0, nbytes),)
-        imm = Access("spm", imm_name, imm_name, label, addr, nbytes, "i8", "Tensor", whole, whole)
-    clobbers = tuple(getattr(entry, "clobbered_operands", lambda _op: ())(op))
-    return Command(
-        what="compute",
-        function=c_function(op.kind),
-        reads=tuple(operand_accesses),
-        writes=tuple(result_accesses),
-        imm=imm,
-        psum=psum,
-        psum_init=init,
-        psum_last=last,
-        box=box,
-        clobbers=clobbers,
-        **base,
-    )
-
-
-def _gather_accesses(
-    picker: Op,
-    dst: Access,
-    boxes: _GroupBoxes,
-    local: int,
-    at: Sequence[int],
-    names: Mapping[ValueKey, str],
-    alias: Mapping[ValueKey, ValueKey],
-    ops: Mapping[int, Op],
-    reads: Mapping[str, Use],
-    generations: Mapping[str, int],
-    offsets: Mapping[str, tuple[int, int]],
-    where: str,
-) -> tuple[Access, Access]:
-    """A gather load's destination (rows in index order) and the indices it reads."""
-    box = boxes.box(picker.id, local, at)
-    index_window = get_op_def(picker.kind).operand_window(picker, 1, box)
-    index_value = picker.operands[1]
-    key = alias.get(index_value.key, index_value.key)
-    name = names.get(key)
-    if name is None or name not in reads:
-        raise Tx8labError(
-            f"program: {where}: the gather load of {picker.label} needs its indices in SPM "
-            "before it; load them first (group-ldst, the default pipeline)"
+        results = []
+        for r in op.results:
+            name = self.names.get(r.key)
+            if name is not None:
+                label = use_label(writes[name], gen)
+                results.append((r.index, self._spm(name, label, r.type.dtype, layout, where)))
+        psum_name = f"%{op.id}.psum"
+        psum = None
+        init = last = True
+        if psum_name in writes:
+            dtype = "f32" if op.results[0].type.dtype not in ("i8", "i32", "i64", "i1") else "i32"
+            label = use_label(writes[psum_name], gen)
+            psum = self._spm(psum_name, label, dtype, "Tensor", where)
+            if inst.iteration:
+                # sw_pipeline.expand restarts a psum when the innermost loop is at 0
+                init = inst.iteration[-1] == 0
+                last = inst.iteration[-1] == self.loops[task.id][-1][1] - 1
+        imm_name = f"%{op.id}.imm"
+        imm = None
+        if imm_name in inst.imm:
+            label = lifetime_label(imm_name, self.imm_index[n], self.runs.get(imm_name, 1))
+            if label not in self.offsets:
+                raise Tx8labError(
+                    f"program: {where}: spm_offsets has no lifetime {label!r} for its "
+                    "scratch; the allocation does not match the schedule, re-run group-cost"
+                )
+            addr, nbytes = self.offsets[label]
+            whole = ((0, nbytes),)
+            imm = Access(
+                "spm", imm_name, imm_name, label, addr, nbytes, "i8", "Tensor", whole, whole
+            )
+        clobbers = tuple(getattr(entry, "clobbered_operands", lambda _op: ())(op))
+        return _ComputeSite(
+            op,
+            head("compute", c_function(op.kind)),
+            tuple(spms),
+            tuple(ddrs),
+            gathered,
+            tuple(results),
+            psum,
+            init,
+            last,
+            imm,
+            clobbers,
         )
-    indices = _spm_access(
-        name,
-        name,
-        use_label(reads[name], generations),
-        offsets,
-        index_value.type.dtype,
-        op_layout(ops[key[0]]).value,
-        index_window,
-        where,
-    )
-    return _as_gathered(dst, picker, box), indices
+
+    # ------------------------------------------------------------------ one tile
+    def commands(self, tile: int, local: int) -> list[Command]:
+        """The group's commands on ``tile`` (the ``local``-th of its region)."""
+        holder: dict[tuple[str, str], Window] = {}
+
+        def hold(spm: _Spm, window: Window) -> _Draft:
+            key = spm[0]
+            got = holder.get(key)
+            if got is None:
+                holder[key] = window
+            elif got != window:
+                holder[key] = _bbox(got, window)
+            return (spm, window)
+
+        drafts: list[tuple[_Site, list[Access | _Draft], list[Access | _Draft], Any, Any, Window]]
+        drafts = []
+        box_of = self.boxes.box
+        window = self.window
+        for n, inst in enumerate(self.instances):
+            site = self.sites[n]
+            if site is None:
+                site = self.sites[n] = self._site(n)
+            at = inst.iteration
+            op = site.op
+            if type(site) is _ComputeSite:
+                box = box_of(op.id, local, at)
+                reads: list[Access | _Draft] = []
+                for j, spm in enumerate(site.spm):
+                    win = window(op, j, box)
+                    if spm is None:
+                        reads.append(_ddr_access(site.ddr[j], win))
+                        continue
+                    if j == site.gathered:
+                        win = _gathered(win, window(op, 1, box), spm[7])
+                    reads.append(hold(spm, win))
+                writes: list[Access | _Draft] = [
+                    hold(spm, window(op, r, box, result=True)) for r, spm in site.results
+                ]
+                psum = None
+                if site.psum is not None:
+                    psum = hold(site.psum, window(op, 0, box, result=True))
+                drafts.append((site, reads, writes, psum, None, box))
+            elif type(site) is _LoadSite:
+                win = self.load_window(op, local, at)
+                src = _ddr_access(site.ddr, win)
+                gather = None
+                if site.picker is not None and site.indices is not None:
+                    pbox = box_of(site.picker.id, local, at)
+                    index_window = window(site.picker, 1, pbox)
+                    gather = _access(site.indices, index_window, index_window)
+                    win = _gathered(window(site.picker, 0, pbox), index_window, site.dst[7])
+                drafts.append((site, [src], [hold(site.dst, win)], None, gather, ()))
+            elif type(site) is _StoreSite:
+                owner = site.owner
+                if owner.kind in LOADS:
+                    win = self.load_window(owner, local, at)
+                else:
+                    win = window(owner, site.result, box_of(owner.id, local, at), result=True)
+                drafts.append((site, [hold(site.src, win)], [_ddr_access(site.ddr, win)], None,
+                               None, ()))  # fmt: skip
+        out = []
+        for site, reads, writes, psum, gather, box in drafts:
+            if type(site) is _ComputeSite:
+                imm, init, last, clobbers = site.imm, site.psum_init, site.psum_last, site.clobbers
+            else:
+                imm, init, last, clobbers = None, True, True, ()
+            out.append(
+                Command(
+                    tile,
+                    *site.head,
+                    tuple([_built(a, holder) for a in reads]),
+                    tuple([_built(a, holder) for a in writes]),
+                    imm,
+                    None if psum is None else _built(psum, holder),
+                    init,
+                    last,
+                    box,
+                    clobbers,
+                    gather,
+                )
+            )
+        return out
 
 
-def _as_gathered(access: Access, picker: Op, box: Window) -> Access:
-    """``access`` to a Gather's table as the rows its indices pick at ``box``, in order."""
-    entry = get_op_def(picker.kind)
-    axis = int(entry.attr(picker, "axis")) % picker.operands[0].type.rank
-    rows = math.prod(b - a for a, b in entry.operand_window(picker, 1, box))
-    table = entry.operand_window(picker, 0, box)
-    compact = tuple((0, rows) if e == axis else w for e, w in enumerate(table))
-    return replace(access, holder=compact, window=compact, gather_axis=axis)
+def _access(spm: _Spm, holder: Window, window: Window) -> Access:
+    _, buffer, label, addr, nbytes, dtype, layout, axis = spm
+    return Access("spm", buffer, buffer, label, addr, nbytes, dtype, layout, holder, window, axis)
 
 
-def _ddr_access(op: Op, shape: Sequence[int], dtype: str, layout: str, window: Window) -> Access:
+def _built(a: Access | _Draft, holder: Mapping[tuple[str, str], Window]) -> Access:
+    """A drafted SPM range with its holder (a DDR range is built already)."""
+    if type(a) is tuple:
+        spm, window = a
+        return _access(spm, holder[spm[0]], window)
+    assert isinstance(a, Access)
+    return a
+
+
+def _gathered(table: Window, index_window: Window, axis: int) -> Window:
+    """A Gather's table as the rows its indices pick, in order: positions along ``axis``."""
+    rows = math.prod(b - a for a, b in index_window)
+    return tuple((0, rows) if e == axis else w for e, w in enumerate(table))
+
+
+def _ddr_tensor(op: Op, shape: Sequence[int], dtype: str, layout: str) -> _Ddr:
     addr = op.attrs.get("ddr_addr")
     if addr is None:
         raise Tx8labError(
             f"program: {op.label} has no ddr_addr; run opt-ddr (the default pipeline) first"
         )
     nbytes = value_bytes(tuple(shape), dtype, LayoutMode(layout))
-    name = f"DDR_{op.id}"
-    return Access("ddr", name, name, "", int(addr), nbytes, dtype, layout, _whole(shape), window)
+    return (f"DDR_{op.id}", int(addr), nbytes, dtype, layout, _whole(shape))
 
 
-def _with_holders(drafts: list[Command]) -> list[Command]:
-    """Each SPM access's holder: the bounding box over its (lifetime, value) accesses."""
-    holder: dict[tuple[str, str], Window] = {}
-    for c in drafts:
-        for a in (*c.reads, *c.writes, *((c.psum,) if c.psum else ())):
-            if a.space != "spm" or a.buffer.endswith(".imm"):
-                continue
-            key = (a.lifetime, a.value)
-            got = holder.get(key)
-            holder[key] = a.window if got is None else _bbox(got, a.window)
-
-    def fix(a: Access) -> Access:
-        if a.space != "spm" or a.buffer.endswith(".imm"):
-            return a
-        return replace(a, holder=holder[(a.lifetime, a.value)])
-
-    return [
-        replace(
-            c,
-            reads=tuple(fix(a) for a in c.reads),
-            writes=tuple(fix(a) for a in c.writes),
-            psum=fix(c.psum) if c.psum else None,
-        )
-        for c in drafts
-    ]
+def _ddr_access(ddr: _Ddr, window: Window) -> Access:
+    name, addr, nbytes, dtype, layout, whole = ddr
+    return Access("ddr", name, name, "", addr, nbytes, dtype, layout, whole, window)
 
 
 # ---------------------------------------------------------------------- the module
@@ -964,6 +1052,11 @@ def build_program(module: Module, hw: ChipConfig) -> Program:
             (run the default pipeline), or an access without an address; the message
             names the group and the op.
     """
+    with gc_paused():  # every command survives: see tx8lab._gc
+        return _build_program(module, hw)
+
+
+def _build_program(module: Module, hw: ChipConfig) -> Program:
     main = module.main
     tiles: dict[int, list[Command]] = {t: [] for t in range(hw.tiles_per_chip)}
     groups: list[int] = []
