@@ -69,7 +69,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from tx8lab._gc import gc_paused
+from tx8lab._bulk import constructor, gc_paused
 from tx8lab.core.attrs import LayoutMode
 from tx8lab.core.codegen_c import c_function
 from tx8lab.core.grouping import is_compute
@@ -99,7 +99,7 @@ NO_CODE = frozenset({"tx8be.Tuple", "tx8be.Constant", "tx8be.LoadConst"})
 What = Literal["load", "load_const", "store", "compute", "barrier"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Access:
     """One SPM or DDR range a command reads or writes."""
 
@@ -138,7 +138,7 @@ class Access:
         return tuple(b - a for a, b in self.window)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Command:
     """One op-library call of one tile (an instruction of seed ``OP_INSTR_TYPE``)."""
 
@@ -575,7 +575,7 @@ def group_program(
 
     ``code`` is the group's :func:`group_code` (built here when not given).
     """
-    with gc_paused():  # every command survives: see tx8lab._gc
+    with gc_paused():  # every command survives: see tx8lab._bulk
         code = code if code is not None else group_code(group, hw)
         unroll = _Unroll(group, code)
         return {
@@ -590,54 +590,58 @@ _Spm = tuple[tuple[str, str], str, str, int, int, str, str, int]
 _Draft = tuple[_Spm, Window]
 _Ddr = tuple[str, int, int, str, str, Window]
 """A DDR tensor: name, address, bytes, dtype, layout, its whole box."""
-_NO_DDR: _Ddr = ("", -1, 0, "", "", ())
 _Head = tuple[int, What, str, int, str, str, str, tuple[int, ...], int]
 """``Command`` fields ``group`` .. ``step`` (the tile comes first)."""
+_WindowOf = Callable[[Window], Window]
+"""An op's iteration box -> the window of one of its operands or results."""
+
+#: ``Access`` / ``Command`` from every field, positionally (a program has ~10^6 of each).
+_new_access: Callable[..., Access] = constructor(Access)
+_new_command: Callable[..., Command] = constructor(Command)
 
 
 @dataclass(frozen=True, slots=True)
 class _LoadSite:
     """What one load instance's command is on every tile: all but its windows."""
 
-    op: Op
     head: _Head
     ddr: _Ddr
     dst: _Spm
-    picker: Op | None
-    """The Gather whose indices pick the rows (a gather load), else None."""
-    indices: _Spm | None
-    """A gather load: the indices' range."""
+    readers: tuple[tuple[int, _WindowOf], ...]
+    """Its compute readers: op id and the window of the operand they read."""
+    whole: Window
+    """What it moves when nothing reads it."""
+    picker: tuple[int, _WindowOf, _WindowOf, _Spm] | None
+    """A gather load: the Gather's id, its table and index windows, the indices' range."""
 
 
 @dataclass(frozen=True, slots=True)
 class _StoreSite:
     """What one store instance's command is on every tile: all but its windows."""
 
-    op: Op
     head: _Head
     src: _Spm
     ddr: _Ddr
-    owner: Op
-    """The op whose result it stores."""
-    result: int
-    """That result's index."""
+    owner: int
+    """The op whose result it stores ..."""
+    window: _WindowOf
+    """... and that result's window; unless the owner is a load, whose value is stored as
+    it is: then the store moves what the load does (``readers`` and ``whole``)."""
+    readers: tuple[tuple[int, _WindowOf], ...] | None
+    whole: Window
 
 
 @dataclass(frozen=True, slots=True)
 class _ComputeSite:
     """What one compute instance's command is on every tile: all but its box and windows."""
 
-    op: Op
     head: _Head
-    spm: tuple[_Spm | None, ...]
-    """Per operand: its SPM range, or None when it is read in place from DDR ..."""
-    ddr: tuple[_Ddr, ...]
-    """... from this DDR tensor (a bypasscodegen constant; :data:`_NO_DDR` for the others)."""
-    gathered: int
-    """0 when operand 0 is a gather load's rows (in index order), else -1."""
-    results: tuple[tuple[int, _Spm], ...]
-    """(result index, range) of each result kept in SPM."""
-    psum: _Spm | None
+    op_id: int
+    reads: tuple[tuple[_Spm | None, _Ddr, _WindowOf], ...]
+    """Per operand: its SPM range (None: read in place from the DDR tensor), the window."""
+    writes: tuple[tuple[_Spm, _WindowOf], ...]
+    """Each result kept in SPM: its range and window."""
+    psum: tuple[_Spm, _WindowOf] | None
     psum_init: bool
     psum_last: bool
     imm: Access | None
@@ -645,6 +649,7 @@ class _ComputeSite:
 
 
 _Site = _LoadSite | _StoreSite | _ComputeSite
+_NO_DDR: _Ddr = ("", -1, 0, "", "", ())
 
 
 def _bbox(a: Window, b: Window) -> Window:
@@ -659,7 +664,7 @@ def _same(box: Window) -> Window:
     return box
 
 
-def _plan_window(plan: WindowPlan, n: int) -> Callable[[Window], Window]:
+def _plan_window(plan: WindowPlan, n: int) -> _WindowOf:
     """The function box -> window of a window plan over ``n`` iteration dims."""
     if plan == tuple(range(n)):
         return _same
@@ -680,7 +685,7 @@ def _plan_window(plan: WindowPlan, n: int) -> Callable[[Window], Window]:
         if consts:
             return lambda box: consts
         return lambda box: (box[i],)
-    get: Callable[[Window], Window] = operator.itemgetter(*index)
+    get: _WindowOf = operator.itemgetter(*index)
     if not consts:
         return get
     return lambda box: get(box + consts)
@@ -692,14 +697,20 @@ def _with_axis(spm: _Spm, axis: int) -> _Spm:
     return (key, buffer, label, addr, nbytes, dtype, layout, axis)
 
 
+def _gathered(table: Window, index_window: Window, axis: int) -> Window:
+    """A Gather's table as the rows its indices pick, in order: positions along ``axis``."""
+    rows = math.prod(b - a for a, b in index_window)
+    return tuple((0, rows) if e == axis else w for e, w in enumerate(table))
+
+
 class _Unroll:
     """One group's commands per tile (:func:`group_program`, module docstring).
 
     What a command is on every tile (its buffers, lifetime labels, SPM offsets, DDR
-    tensor, scratch, psum flags) is worked out once per instance (:meth:`_site`); per tile
-    only the iteration boxes and the windows are. Each SPM range's holder is the bounding
-    box of its (lifetime, value)'s windows on the tile, so the commands of a tile are
-    drafted first and built once every holder is known.
+    tensor, scratch, psum flags, and how its windows follow from iteration boxes) is worked
+    out once per instance (:meth:`_site`); per tile only the boxes and the windows are.
+    Each SPM range's holder is the bounding box of its (lifetime, value)'s windows on the
+    tile, so a tile's commands are drafted first and built once every holder is known.
     """
 
     def __init__(self, group: Op, code: GroupCode) -> None:
@@ -730,47 +741,53 @@ class _Unroll:
                 imm_seen[b] = imm_seen.get(b, 0) + 1
             self.imm_index.append(max((imm_seen[b] - 1 for b in inst.imm), default=0))
         self.sites: list[_Site | None] = [None] * len(self.instances)
-        self._windows: dict[tuple[int, int, bool], Callable[[Window], Window]] = {}
-        self._load_windows: dict[tuple[int, int, tuple[int, ...]], Window] = {}
+        self._windows: dict[tuple[int, int, bool], _WindowOf] = {}
+        self._load_sites: dict[int, _LoadSite] = {}
 
     # ------------------------------------------------------------------ windows
-    def window(self, op: Op, index: int, box: Window, *, result: bool = False) -> Window:
-        """``operand_window`` (``result_window``) of ``op`` at ``box``, by its plan."""
+    def window_of(self, op: Op, index: int, *, result: bool = False) -> _WindowOf:
+        """``operand_window`` (``result_window``) of ``op``: by its plan, or kept per box."""
         key = (op.id, index, result)
-        get = self._windows.get(key)
-        if get is None:
-            get = self._windows[key] = self._window_fn(op, index, result)
-        return get(box)
-
-    def _window_fn(self, op: Op, index: int, result: bool) -> Callable[[Window], Window]:
+        got = self._windows.get(key)
+        if got is not None:
+            return got
         entry = get_op_def(op.kind)
         plan = entry.window_plan(op, index, result=result)
         if plan is not None:
-            return _plan_window(plan, len(entry.iter_dims(op)))
-        memo: dict[Window, Window] = {}
-        method = entry.result_window if result else entry.operand_window
+            got = _plan_window(plan, len(entry.iter_dims(op)))
+        else:
+            memo: dict[Window, Window] = {}
+            method = entry.result_window if result else entry.operand_window
 
-        def window(box: Window) -> Window:
-            got = memo.get(box)
-            if got is None:
-                got = memo[box] = method(op, index, box)
-            return got
+            def window(box: Window) -> Window:
+                w = memo.get(box)
+                if w is None:
+                    w = memo[box] = method(op, index, box)
+                return w
 
-        return window
-
-    def load_window(self, op: Op, local: int, at: tuple[int, ...]) -> Window:
-        """The box a load moves: the bounding box of its compute readers' reads at ``at``."""
-        key = (op.id, local, at)
-        got = self._load_windows.get(key)
-        if got is not None:
-            return got
-        box: Window | None = None
-        for user, j in self.readers.get(op.results[0].key, ()):
-            w = self.window(user, j, self.boxes.box(user.id, local, at))
-            box = w if box is None else _bbox(box, w)
-        got = box if box is not None else _whole(op.results[0].type.shape)
-        self._load_windows[key] = got
+            got = window
+        self._windows[key] = got
         return got
+
+    def load_window(
+        self,
+        readers: tuple[tuple[int, _WindowOf], ...],
+        whole: Window,
+        local: int,
+        at: tuple[int, ...],
+    ) -> Window:
+        """The box a load moves: the bounding box of its compute readers' reads at ``at``."""
+        box_of = self.boxes.box
+        out: Window | None = None
+        for user, window in readers:
+            w = window(box_of(user, local, at))
+            out = w if out is None else _bbox(out, w)
+        return out if out is not None else whole
+
+    def readers_of(self, load: Op) -> tuple[tuple[int, _WindowOf], ...]:
+        """The compute readers of a load's value: op id, window of the operand they read."""
+        readers = self.readers.get(load.results[0].key, ())
+        return tuple((user.id, self.window_of(user, j)) for user, j in readers)
 
     # ------------------------------------------------------------------ sites
     def _spm(self, buffer: str, label: str, dtype: str, layout: str, where: str) -> _Spm:
@@ -804,15 +821,15 @@ class _Unroll:
             buf = self.names[key]
             dst = self._spm(buf, use_label(writes[buf], gen), ttype.dtype, layout, where)
             what: What = "load_const" if op.kind == "tx8be.LoadConst" else "load"
-            picker = self.boxes.gathers.get(key)
-            indices = None
-            if picker is not None:
-                index_value = picker.operands[1]
+            gather = self.boxes.gathers.get(key)
+            picker = None
+            if gather is not None:
+                index_value = gather.operands[1]
                 ikey = self.alias.get(index_value.key, index_value.key)
                 name = self.names.get(ikey)
                 if name is None or name not in reads:
                     raise Tx8labError(
-                        f"program: {where}: the gather load of {picker.label} needs its "
+                        f"program: {where}: the gather load of {gather.label} needs its "
                         "indices in SPM before it; load them first (group-ldst, the default "
                         "pipeline)"
                     )
@@ -823,10 +840,19 @@ class _Unroll:
                     op_layout(self.ops[ikey[0]]).value,
                     where,
                 )
-                axis = int(get_op_def(picker.kind).attr(picker, "axis"))
-                dst = _with_axis(dst, axis % picker.operands[0].type.rank)
-            function = "op_dma_gather" if picker is not None else "op_dma_" + what
-            return _LoadSite(op, head(what, function), ddr, dst, picker, indices)
+                axis = int(get_op_def(gather.kind).attr(gather, "axis"))
+                dst = _with_axis(dst, axis % gather.operands[0].type.rank)
+                table, rows = self.window_of(gather, 0), self.window_of(gather, 1)
+                picker = (gather.id, table, rows, indices)
+            function = "op_dma_gather" if gather is not None else "op_dma_" + what
+            return _LoadSite(
+                head(what, function),
+                ddr,
+                dst,
+                self.readers_of(op),
+                _whole(ttype.shape),
+                picker,
+            )
         if op.kind == STORE:
             key = self.alias.get(op.operands[0].key, op.operands[0].key)
             ttype = op.operands[0].type
@@ -835,31 +861,39 @@ class _Unroll:
             layout = op_layout(owner).value
             src = self._spm(buf, use_label(reads[buf], gen), ttype.dtype, layout, where)
             ddr = _ddr_tensor(op, ttype.shape, ttype.dtype, op_layout(op).value)
-            return _StoreSite(op, head("store", "op_dma_store"), src, ddr, owner, key[1])
+            readers = None
+            window: _WindowOf = _same
+            if owner.kind in LOADS:
+                readers = self.readers_of(owner)
+            else:
+                window = self.window_of(owner, key[1], result=True)
+            whole = _whole(owner.results[0].type.shape)
+            return _StoreSite(
+                head("store", "op_dma_store"), src, ddr, owner.id, window, readers, whole
+            )
         entry = get_op_def(op.kind)
         layout = op_layout(op).value
-        spms: list[_Spm | None] = []
-        ddrs: list[_Ddr] = []
-        gathered = -1
+        operands: list[tuple[_Spm | None, _Ddr, _WindowOf]] = []
         for j, v in enumerate(op.operands):
             key = self.alias.get(v.key, v.key)
             name = self.names.get(key)
+            window = self.window_of(op, j)
             if name is not None:
                 owner = self.ops[key[0]]
                 label = use_label(reads[name], gen)
                 spm = self._spm(name, label, v.type.dtype, op_layout(owner).value, where)
                 if j == 0 and owner.kind in LOADS and self.boxes.gathers.get(key) is op:
                     # the table's rows came in index order (the gather load's compact box)
-                    gathered = 0
-                    spm = _with_axis(spm, int(entry.attr(op, "axis")) % v.type.rank)
-                spms.append(spm)
-                ddrs.append(_NO_DDR)
+                    axis = int(entry.attr(op, "axis")) % v.type.rank
+                    spm = _with_axis(spm, axis)
+                    window = _gathered_window(window, self.window_of(op, 1), axis)
+                operands.append((spm, _NO_DDR, window))
                 continue
             source = None if v.is_arg else self.ops.get(v.owner)
             if source is not None and source.kind in LOADS and source.attrs.get("bypasscodegen"):
                 layout_of = op_layout(source).value
-                spms.append(None)
-                ddrs.append(_ddr_tensor(source, v.type.shape, v.type.dtype, layout_of))
+                ddr = _ddr_tensor(source, v.type.shape, v.type.dtype, layout_of)
+                operands.append((None, ddr, window))
                 continue
             raise Tx8labError(
                 f"program: {op.label} operand {j} in group %{self.group.id} is neither in SPM "
@@ -870,15 +904,18 @@ class _Unroll:
         for r in op.results:
             name = self.names.get(r.key)
             if name is not None:
-                label = use_label(writes[name], gen)
-                results.append((r.index, self._spm(name, label, r.type.dtype, layout, where)))
+                spm = self._spm(name, use_label(writes[name], gen), r.type.dtype, layout, where)
+                results.append((spm, self.window_of(op, r.index, result=True)))
         psum_name = f"%{op.id}.psum"
         psum = None
         init = last = True
         if psum_name in writes:
             dtype = "f32" if op.results[0].type.dtype not in ("i8", "i32", "i64", "i1") else "i32"
             label = use_label(writes[psum_name], gen)
-            psum = self._spm(psum_name, label, dtype, "Tensor", where)
+            psum = (
+                self._spm(psum_name, label, dtype, "Tensor", where),
+                self.window_of(op, 0, result=True),
+            )
             if inst.iteration:
                 # sw_pipeline.expand restarts a psum when the innermost loop is at 0
                 init = inst.iteration[-1] == 0
@@ -899,11 +936,9 @@ class _Unroll:
             )
         clobbers = tuple(getattr(entry, "clobbered_operands", lambda _op: ())(op))
         return _ComputeSite(
-            op,
             head("compute", c_function(op.kind)),
-            tuple(spms),
-            tuple(ddrs),
-            gathered,
+            op.id,
+            tuple(operands),
             tuple(results),
             psum,
             init,
@@ -916,72 +951,85 @@ class _Unroll:
     def commands(self, tile: int, local: int) -> list[Command]:
         """The group's commands on ``tile`` (the ``local``-th of its region)."""
         holder: dict[tuple[str, str], Window] = {}
+        held = holder.get
 
         def hold(spm: _Spm, window: Window) -> _Draft:
             key = spm[0]
-            got = holder.get(key)
+            got = held(key)
             if got is None:
                 holder[key] = window
             elif got != window:
                 holder[key] = _bbox(got, window)
             return (spm, window)
 
-        drafts: list[tuple[_Site, list[Access | _Draft], list[Access | _Draft], Any, Any, Window]]
-        drafts = []
+        drafts: list[tuple[_Site, Any, Any, _Draft | None, Access | None, Window]] = []
+        draft = drafts.append
         box_of = self.boxes.box
-        window = self.window
+        sites = self.sites
         for n, inst in enumerate(self.instances):
-            site = self.sites[n]
+            site = sites[n]
             if site is None:
-                site = self.sites[n] = self._site(n)
+                site = sites[n] = self._site(n)
             at = inst.iteration
-            op = site.op
             if type(site) is _ComputeSite:
-                box = box_of(op.id, local, at)
+                box = box_of(site.op_id, local, at)
                 reads: list[Access | _Draft] = []
-                for j, spm in enumerate(site.spm):
-                    win = window(op, j, box)
+                for spm, ddr, window in site.reads:
                     if spm is None:
-                        reads.append(_ddr_access(site.ddr[j], win))
-                        continue
-                    if j == site.gathered:
-                        win = _gathered(win, window(op, 1, box), spm[7])
-                    reads.append(hold(spm, win))
-                writes: list[Access | _Draft] = [
-                    hold(spm, window(op, r, box, result=True)) for r, spm in site.results
-                ]
-                psum = None
-                if site.psum is not None:
-                    psum = hold(site.psum, window(op, 0, box, result=True))
-                drafts.append((site, reads, writes, psum, None, box))
+                        name, addr, nbytes, dtype, layout, whole = ddr
+                        reads.append(_new_access("ddr", name, name, "", addr, nbytes, dtype,
+                                                 layout, whole, window(box), -1))  # fmt: skip
+                    else:
+                        reads.append(hold(spm, window(box)))
+                writes = [hold(spm, window(box)) for spm, window in site.writes]
+                psum = None if site.psum is None else hold(site.psum[0], site.psum[1](box))
+                draft((site, reads, writes, psum, None, box))
             elif type(site) is _LoadSite:
-                win = self.load_window(op, local, at)
-                src = _ddr_access(site.ddr, win)
+                win = self.load_window(site.readers, site.whole, local, at)
+                name, addr, nbytes, dtype, layout, whole = site.ddr
+                src = _new_access(
+                    "ddr", name, name, "", addr, nbytes, dtype, layout, whole, win, -1
+                )
                 gather = None
-                if site.picker is not None and site.indices is not None:
-                    pbox = box_of(site.picker.id, local, at)
-                    index_window = window(site.picker, 1, pbox)
-                    gather = _access(site.indices, index_window, index_window)
-                    win = _gathered(window(site.picker, 0, pbox), index_window, site.dst[7])
-                drafts.append((site, [src], [hold(site.dst, win)], None, gather, ()))
+                if site.picker is not None:
+                    picker, table, rows, indices = site.picker
+                    pbox = box_of(picker, local, at)
+                    index_window = rows(pbox)
+                    _, buffer, label, addr, nbytes, dtype, layout, axis = indices
+                    gather = _new_access("spm", buffer, buffer, label, addr, nbytes, dtype,
+                                         layout, index_window, index_window, axis)  # fmt: skip
+                    win = _gathered(table(pbox), index_window, site.dst[7])
+                draft((site, (src,), (hold(site.dst, win),), None, gather, ()))
             elif type(site) is _StoreSite:
-                owner = site.owner
-                if owner.kind in LOADS:
-                    win = self.load_window(owner, local, at)
+                if site.readers is not None:
+                    win = self.load_window(site.readers, site.whole, local, at)
                 else:
-                    win = window(owner, site.result, box_of(owner.id, local, at), result=True)
-                drafts.append((site, [hold(site.src, win)], [_ddr_access(site.ddr, win)], None,
-                               None, ()))  # fmt: skip
+                    win = site.window(box_of(site.owner, local, at))
+                name, addr, nbytes, dtype, layout, whole = site.ddr
+                dst = _new_access(
+                    "ddr", name, name, "", addr, nbytes, dtype, layout, whole, win, -1
+                )
+                draft((site, (hold(site.src, win),), (dst,), None, None, ()))
         out = []
+        new_command = _new_command
         for site, reads, writes, psum, gather, box in drafts:
             if type(site) is _ComputeSite:
                 imm, init, last, clobbers = site.imm, site.psum_init, site.psum_last, site.clobbers
             else:
                 imm, init, last, clobbers = None, True, True, ()
+            group, what, function, op_id, op_kind, engine, task, iteration, step = site.head
             out.append(
-                Command(
+                new_command(
                     tile,
-                    *site.head,
+                    group,
+                    what,
+                    function,
+                    op_id,
+                    op_kind,
+                    engine,
+                    task,
+                    iteration,
+                    step,
                     tuple([_built(a, holder) for a in reads]),
                     tuple([_built(a, holder) for a in writes]),
                     imm,
@@ -996,24 +1044,20 @@ class _Unroll:
         return out
 
 
-def _access(spm: _Spm, holder: Window, window: Window) -> Access:
-    _, buffer, label, addr, nbytes, dtype, layout, axis = spm
-    return Access("spm", buffer, buffer, label, addr, nbytes, dtype, layout, holder, window, axis)
+def _gathered_window(table: _WindowOf, rows: _WindowOf, axis: int) -> _WindowOf:
+    """A Gather's table window, as the rows its indices pick (:func:`_gathered`)."""
+    return lambda box: _gathered(table(box), rows(box), axis)
 
 
 def _built(a: Access | _Draft, holder: Mapping[tuple[str, str], Window]) -> Access:
     """A drafted SPM range with its holder (a DDR range is built already)."""
     if type(a) is tuple:
-        spm, window = a
-        return _access(spm, holder[spm[0]], window)
+        (key, buffer, label, addr, nbytes, dtype, layout, axis), window = a
+        return _new_access(
+            "spm", buffer, buffer, label, addr, nbytes, dtype, layout, holder[key], window, axis
+        )
     assert isinstance(a, Access)
     return a
-
-
-def _gathered(table: Window, index_window: Window, axis: int) -> Window:
-    """A Gather's table as the rows its indices pick, in order: positions along ``axis``."""
-    rows = math.prod(b - a for a, b in index_window)
-    return tuple((0, rows) if e == axis else w for e, w in enumerate(table))
 
 
 def _ddr_tensor(op: Op, shape: Sequence[int], dtype: str, layout: str) -> _Ddr:
@@ -1024,11 +1068,6 @@ def _ddr_tensor(op: Op, shape: Sequence[int], dtype: str, layout: str) -> _Ddr:
         )
     nbytes = value_bytes(tuple(shape), dtype, LayoutMode(layout))
     return (f"DDR_{op.id}", int(addr), nbytes, dtype, layout, _whole(shape))
-
-
-def _ddr_access(ddr: _Ddr, window: Window) -> Access:
-    name, addr, nbytes, dtype, layout, whole = ddr
-    return Access("ddr", name, name, "", addr, nbytes, dtype, layout, whole, window)
 
 
 # ---------------------------------------------------------------------- the module
@@ -1052,7 +1091,7 @@ def build_program(module: Module, hw: ChipConfig) -> Program:
             (run the default pipeline), or an access without an address; the message
             names the group and the op.
     """
-    with gc_paused():  # every command survives: see tx8lab._gc
+    with gc_paused():  # every command survives: see tx8lab._bulk
         return _build_program(module, hw)
 
 

@@ -26,7 +26,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from tx8lab._gc import gc_paused
+from tx8lab._bulk import constructor, gc_paused
 from tx8lab.core.attrs import LayoutMode
 from tx8lab.core.dtypes import bits_of
 from tx8lab.core.ir import Module, Op
@@ -72,6 +72,11 @@ def sim_command(c: Command, op: Op | None, hw: ChipConfig, tiles: int) -> SimCom
     return _Streams(hw).command(c, op, tiles)
 
 
+#: ``Range`` / ``SimCommand`` from every field, positionally (~10^6 of each in a program).
+_new_range = constructor(Range)
+_new_sim = constructor(SimCommand)
+
+
 class _Streams:
     """Program commands -> simulator commands, with what many commands share worked out once.
 
@@ -95,7 +100,7 @@ class _Streams:
             if hi <= lo:
                 return None
         if a.layout != _TENSOR or a.gather_axis >= 0 or not window:
-            return Range(a.space, a.addr, a.addr + a.nbytes)
+            return _new_range(a.space, a.addr, a.addr + a.nbytes)
         size = self.sizes.get(a.dtype)
         if size is None:
             size = self.sizes[a.dtype] = max(1, bits_of(a.dtype) // 8)
@@ -110,7 +115,7 @@ class _Streams:
         for (w0, w1), (h0, _), stride in zip(window, holder, strides, strict=True):
             first += (w0 - h0) * stride
             last += (w1 - 1 - h0) * stride
-        return Range(a.space, a.addr + first * size, a.addr + (last + 1) * size)
+        return _new_range(a.space, a.addr + first * size, a.addr + (last + 1) * size)
 
     def ranges(self, accesses: tuple[Access | None, ...]) -> tuple[Range, ...]:
         out = []
@@ -148,7 +153,7 @@ class _Streams:
             if cycles is None:
                 cycles = dma(name, moved, hw, active_tiles=tiles).cycles(hw)
                 self.cycles[dma_key] = cycles
-            return SimCommand(name, cycles, reads, writes, label)
+            return _new_sim(name, cycles, reads, writes, label, (), (), 1)
         extents = tuple(hi - lo for lo, hi in c.box)
         law_key = (c.op_id, extents, tiles)
         cycles = self.cycles.get(law_key)
@@ -169,7 +174,7 @@ class _Streams:
             r = self.range(c.imm)
             if r is not None:
                 writes = (*writes, r)
-        return SimCommand(engine, cycles, reads, writes, label)
+        return _new_sim(engine, cycles, reads, writes, label, (), (), 1)
 
 
 def program_streams(
@@ -182,7 +187,7 @@ def program_streams(
         for c in commands:
             tiles_of.setdefault(c.group, set()).add(tile)
     streams = _Streams(hw)
-    with gc_paused():  # every command survives: see tx8lab._gc
+    with gc_paused():  # every command survives: see tx8lab._bulk
         return {
             tile: [streams.command(c, ops.get(c.op_id), len(tiles_of[c.group])) for c in commands]
             for tile, commands in program.tiles.items()

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
 
-from tx8lab._gc import gc_paused
+from tx8lab._bulk import constructor, gc_paused
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import laws
 from tx8lab.hw.config import ChipConfig
@@ -62,7 +62,7 @@ CONTROL: tuple[str, ...] = ("join", "barrier")
 REASONS: tuple[str, ...] = ("issue", "dependency", "queue full", "join", "barrier")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Range:
     """A byte range a command reads or writes: ``[lo, hi)`` of ``space`` (``spm``/``ddr``)."""
 
@@ -71,7 +71,7 @@ class Range:
     hi: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SimCommand:
     """One command the kernel core issues."""
 
@@ -91,7 +91,7 @@ class SimCommand:
     """A join: the workers / engines it joins (its law's count)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Timing:
     """When one command was issued and ran."""
 
@@ -215,6 +215,8 @@ def _overlap_end(
 
 
 _end = itemgetter(0)
+#: ``Timing`` from every field, positionally (one per command of a program).
+_new_timing = constructor(Timing)
 
 
 def _add(d: dict[str, int], key: str, value: int) -> None:
@@ -231,7 +233,7 @@ def simulate(
         Tx8labError: an unknown engine, an ``after`` naming a command that does not exist,
             or commands that wait on each other (the message names the tile and command).
     """
-    with gc_paused():  # every timing survives: see tx8lab._gc
+    with gc_paused():  # every timing survives: see tx8lab._bulk
         return _simulate(streams, hw, launches)
 
 
@@ -378,7 +380,7 @@ def _advance(
         last = st.last_end.get(e, 0)
         st.last_end[e] = end if end > last else last
         st.ends.append(end)
-        run.timings.append(Timing(st.pos, e, begin, issued, start, end, c.label))
+        run.timings.append(_new_timing(st.pos, e, begin, issued, start, end, c.label))
         st.t = issued
         live = st.live
         if len(live) > 64:
