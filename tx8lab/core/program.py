@@ -456,8 +456,11 @@ def _digits(index: int, radix: Sequence[int]) -> list[int]:
 class _GroupBoxes:
     """Iteration boxes of a group's compute ops per (tile, loop indices)."""
 
-    def __init__(self, group: Op, strategy: Strategy, ops: Mapping[int, Op]) -> None:
+    def __init__(
+        self, group: Op, strategy: Strategy, ops: Mapping[int, Op], memo: _BoxMemo | None = None
+    ) -> None:
         self.strategy = strategy
+        self.memo = memo if memo is not None else _BoxMemo()
         links = linked_dims(group)
         self.root = links.root
         self.dims = {
@@ -484,7 +487,6 @@ class _GroupBoxes:
         self.tile_order = {r: (n, r) for r, n in sharded_by.items()}
         self._coords: dict[tuple[int, int], dict[int, int]] = {}
         self._cuts: dict[int, list[tuple[int, int, int, int, int, int]]] = {}
-        self._boxes: dict[tuple[int, int, tuple[int, ...]], Window] = {}
         self.slices = {
             op_id: get_op_def(ops[op_id].kind).temporal_slice_shape(ops[op_id], st)
             for op_id, st in strategy.ops.items()
@@ -530,11 +532,14 @@ class _GroupBoxes:
             self._cuts[op_id] = got
         return got
 
-    def box(self, op_id: int, local: int, at: tuple[int, ...]) -> Window:
-        key = (op_id, local, at)
-        got = self._boxes.get(key)
-        if got is not None:
-            return got
+    def family(self, op_id: int, local: int) -> int:
+        """The id of the box family of ``op_id`` on tile ``local`` (see :class:`_BoxMemo`)."""
+        coords = self.tile_coords(op_id, local)
+        family = tuple((*cut, coords.get(i, 0)) for i, cut in enumerate(self._dim_cuts(op_id)))
+        return self.memo.ids.setdefault(family, len(self.memo.ids))
+
+    def compute_box(self, op_id: int, local: int, at: tuple[int, ...]) -> Window:
+        """The iteration box of ``op_id`` on tile ``local`` at loop indices ``at``."""
         coords = self.tile_coords(op_id, local)
         out = []
         for i, (size, piece, chunk, k, stride, radix) in enumerate(self._dim_cuts(op_id)):
@@ -543,8 +548,20 @@ class _GroupBoxes:
             start = min(size, base + c * chunk)
             stop = min(size, base + piece, base + (c + 1) * chunk)
             out.append((start, max(start, stop)))
-        got = self._boxes[key] = tuple(out)
-        return got
+        return tuple(out)
+
+
+class _BoxMemo:
+    """Iteration boxes by what decides them, kept across the groups of a program.
+
+    A box is a function of its op's *family* on a tile (per iteration dim: size, piece,
+    chunk, which loop digit picks the chunk, the tile's coordinate) and the loop indices;
+    the layers of a transformer repeat the same families, so each box is worked out once.
+    """
+
+    def __init__(self) -> None:
+        self.ids: dict[tuple[tuple[int, ...], ...], int] = {}
+        self.boxes: dict[tuple[int, tuple[int, ...]], Window] = {}
 
 
 def _loops_of(
@@ -577,10 +594,16 @@ def group_program(
     """
     with gc_paused():  # every command survives: see tx8lab._bulk
         code = code if code is not None else group_code(group, hw)
-        unroll = _Unroll(group, code)
-        return {
-            tile: unroll.commands(tile, local) for local, tile in enumerate(region_tiles(group, hw))
-        }
+        return _group_program(group, hw, code, _BoxMemo())
+
+
+def _group_program(
+    group: Op, hw: ChipConfig, code: GroupCode, memo: _BoxMemo
+) -> dict[int, list[Command]]:
+    unroll = _Unroll(group, code, memo)
+    return {
+        tile: unroll.commands(tile, local) for local, tile in enumerate(region_tiles(group, hw))
+    }
 
 
 # An SPM range of a command before its holder is known: the tile-independent part
@@ -713,7 +736,7 @@ class _Unroll:
     tile, so a tile's commands are drafted first and built once every holder is known.
     """
 
-    def __init__(self, group: Op, code: GroupCode) -> None:
+    def __init__(self, group: Op, code: GroupCode, memo: _BoxMemo | None = None) -> None:
         self.group = group
         self.instances = code.instances
         self.generations, self.runs = lifetime_labels(self.instances)
@@ -722,7 +745,7 @@ class _Unroll:
         ops = {op.id: op for op in group.regions[0].ops if op.kind not in TERMINATORS}
         self.ops = ops
         self.names = code.names
-        self.boxes = _GroupBoxes(group, code.strategy, ops)
+        self.boxes = _GroupBoxes(group, code.strategy, ops, memo)
         self.loops = _loops_of(code.schedule.nodes)
         self.alias: dict[ValueKey, ValueKey] = {}
         self.readers: dict[ValueKey, list[tuple[Op, int]]] = {}
@@ -768,21 +791,6 @@ class _Unroll:
             got = window
         self._windows[key] = got
         return got
-
-    def load_window(
-        self,
-        readers: tuple[tuple[int, _WindowOf], ...],
-        whole: Window,
-        local: int,
-        at: tuple[int, ...],
-    ) -> Window:
-        """The box a load moves: the bounding box of its compute readers' reads at ``at``."""
-        box_of = self.boxes.box
-        out: Window | None = None
-        for user, window in readers:
-            w = window(box_of(user, local, at))
-            out = w if out is None else _bbox(out, w)
-        return out if out is not None else whole
 
     def readers_of(self, load: Op) -> tuple[tuple[int, _WindowOf], ...]:
         """The compute readers of a load's value: op id, window of the operand they read."""
@@ -952,6 +960,20 @@ class _Unroll:
         """The group's commands on ``tile`` (the ``local``-th of its region)."""
         holder: dict[tuple[str, str], Window] = {}
         held = holder.get
+        families: dict[int, int] = {}
+        boxes = self.boxes.memo.boxes
+        known_box = boxes.get
+        compute_box = self.boxes.compute_box
+
+        def box_of(op_id: int, at: tuple[int, ...]) -> Window:
+            family = families.get(op_id)
+            if family is None:
+                family = families[op_id] = self.boxes.family(op_id, local)
+            key = (family, at)
+            box = known_box(key)
+            if box is None:
+                box = boxes[key] = compute_box(op_id, local, at)
+            return box
 
         def hold(spm: _Spm, window: Window) -> _Draft:
             key = spm[0]
@@ -962,9 +984,18 @@ class _Unroll:
                 holder[key] = _bbox(got, window)
             return (spm, window)
 
+        def load_window(readers: tuple[tuple[int, _WindowOf], ...], at: tuple[int, ...]) -> Window:
+            # what a load moves: the bounding box of its compute readers' reads at ``at``
+            out: Window | None = None
+            for user, window in readers:
+                w = window(box_of(user, at))
+                out = w if out is None else _bbox(out, w)
+            assert out is not None
+            return out
+
         drafts: list[tuple[_Site, Any, Any, _Draft | None, Access | None, Window]] = []
         draft = drafts.append
-        box_of = self.boxes.box
+        new_access = _new_access
         sites = self.sites
         for n, inst in enumerate(self.instances):
             site = sites[n]
@@ -972,43 +1003,55 @@ class _Unroll:
                 site = sites[n] = self._site(n)
             at = inst.iteration
             if type(site) is _ComputeSite:
-                box = box_of(site.op_id, local, at)
+                box = box_of(site.op_id, at)
                 reads: list[Access | _Draft] = []
                 for spm, ddr, window in site.reads:
+                    win = window(box)
                     if spm is None:
                         name, addr, nbytes, dtype, layout, whole = ddr
-                        reads.append(_new_access("ddr", name, name, "", addr, nbytes, dtype,
-                                                 layout, whole, window(box), -1))  # fmt: skip
-                    else:
-                        reads.append(hold(spm, window(box)))
-                writes = [hold(spm, window(box)) for spm, window in site.writes]
+                        reads.append(new_access("ddr", name, name, "", addr, nbytes, dtype, layout,
+                                                whole, win, -1))  # fmt: skip
+                        continue
+                    key = spm[0]
+                    got = held(key)
+                    if got is None:
+                        holder[key] = win
+                    elif got != win:
+                        holder[key] = _bbox(got, win)
+                    reads.append((spm, win))
+                writes = []
+                for spm, window in site.writes:
+                    win = window(box)
+                    key = spm[0]
+                    got = held(key)
+                    if got is None:
+                        holder[key] = win
+                    elif got != win:
+                        holder[key] = _bbox(got, win)
+                    writes.append((spm, win))
                 psum = None if site.psum is None else hold(site.psum[0], site.psum[1](box))
                 draft((site, reads, writes, psum, None, box))
             elif type(site) is _LoadSite:
-                win = self.load_window(site.readers, site.whole, local, at)
+                win = load_window(site.readers, at) if site.readers else site.whole
                 name, addr, nbytes, dtype, layout, whole = site.ddr
-                src = _new_access(
-                    "ddr", name, name, "", addr, nbytes, dtype, layout, whole, win, -1
-                )
+                src = new_access("ddr", name, name, "", addr, nbytes, dtype, layout, whole, win, -1)
                 gather = None
                 if site.picker is not None:
                     picker, table, rows, indices = site.picker
-                    pbox = box_of(picker, local, at)
+                    pbox = box_of(picker, at)
                     index_window = rows(pbox)
                     _, buffer, label, addr, nbytes, dtype, layout, axis = indices
-                    gather = _new_access("spm", buffer, buffer, label, addr, nbytes, dtype,
-                                         layout, index_window, index_window, axis)  # fmt: skip
+                    gather = new_access("spm", buffer, buffer, label, addr, nbytes, dtype, layout,
+                                        index_window, index_window, axis)  # fmt: skip
                     win = _gathered(table(pbox), index_window, site.dst[7])
                 draft((site, (src,), (hold(site.dst, win),), None, gather, ()))
             elif type(site) is _StoreSite:
-                if site.readers is not None:
-                    win = self.load_window(site.readers, site.whole, local, at)
+                if site.readers is None:
+                    win = site.window(box_of(site.owner, at))
                 else:
-                    win = site.window(box_of(site.owner, local, at))
+                    win = load_window(site.readers, at) if site.readers else site.whole
                 name, addr, nbytes, dtype, layout, whole = site.ddr
-                dst = _new_access(
-                    "ddr", name, name, "", addr, nbytes, dtype, layout, whole, win, -1
-                )
+                dst = new_access("ddr", name, name, "", addr, nbytes, dtype, layout, whole, win, -1)
                 draft((site, (hold(site.src, win),), (dst,), None, None, ()))
         out = []
         new_command = _new_command
@@ -1104,6 +1147,7 @@ def _build_program(module: Module, hw: ChipConfig) -> Program:
     constants: dict[int, DdrTensor] = {}
     stored: dict[ValueKey, DdrTensor] = {}
     code: dict[int, GroupCode] = {}
+    memo = _BoxMemo()  # boxes repeat across groups (a transformer's layers)
     for top in main.ops:
         if top.kind in TERMINATORS or top.kind in NO_CODE:
             continue
@@ -1114,7 +1158,7 @@ def _build_program(module: Module, hw: ChipConfig) -> Program:
             )
         groups.append(top.id)
         code[top.id] = group_code(top, hw)
-        for tile, commands in group_program(top, hw, code[top.id]).items():
+        for tile, commands in _group_program(top, hw, code[top.id], memo).items():
             tiles[tile].extend(commands)
         body = top.regions[0]
         outer = dict(zip((a.key for a in body.args), top.operands, strict=True))
