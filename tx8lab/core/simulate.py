@@ -89,7 +89,9 @@ class _Streams:
         self.hw = hw
         self.cycles: dict[tuple[Any, ...], int] = {}
         self.moved: dict[tuple[tuple[int, ...], str, str], int] = {}
-        self.strides: dict[Window, tuple[int, ...]] = {}
+        self.strides: dict[int, tuple[Window, tuple[int, ...]]] = {}
+        """id of a holder -> (the holder, its row-major strides): a tile's accesses to one
+        lifetime share their holder object."""
         self.sizes: dict[str, int] = {}
         self.labels: dict[tuple[str, int, tuple[int, ...]], str] = {}
 
@@ -105,26 +107,16 @@ class _Streams:
         if size is None:
             size = self.sizes[a.dtype] = max(1, bits_of(a.dtype) // 8)
         holder = a.holder
-        strides = self.strides.get(holder)
-        if strides is None:
+        got = self.strides.get(id(holder))
+        if got is None or got[0] is not holder:
             shape = [hi - lo for lo, hi in holder]
-            strides = self.strides[holder] = tuple(
-                math.prod(shape[i + 1 :]) for i in range(len(shape))
-            )
+            strides = tuple(math.prod(shape[i + 1 :]) for i in range(len(shape)))
+            got = self.strides[id(holder)] = (holder, strides)
         first = last = 0
-        for (w0, w1), (h0, _), stride in zip(window, holder, strides, strict=True):
+        for (w0, w1), (h0, _), stride in zip(window, holder, got[1], strict=True):
             first += (w0 - h0) * stride
             last += (w1 - 1 - h0) * stride
         return _new_range(a.space, a.addr + first * size, a.addr + (last + 1) * size)
-
-    def ranges(self, accesses: tuple[Access | None, ...]) -> tuple[Range, ...]:
-        out = []
-        for a in accesses:
-            if a is not None:
-                r = self.range(a)
-                if r is not None:
-                    out.append(r)
-        return tuple(out)
 
     def command(self, c: Command, op: Op | None, tiles: int) -> SimCommand:
         """:func:`sim_command`."""
@@ -138,23 +130,37 @@ class _Streams:
         if op is None:
             raise Tx8labError(f"simulate: {c.label}: op %{c.op_id} is not in the module")
         hw = self.hw
-        reads = self.ranges((*c.reads, c.gather))
-        writes = self.ranges(c.writes)
-        if c.what in ("load", "load_const", "store"):
-            spm = c.writes[0] if c.what != "store" else c.reads[0]
+        range_of = self.range
+        reads = []
+        for a in c.reads:
+            r = range_of(a)
+            if r is not None:
+                reads.append(r)
+        if c.gather is not None:
+            r = range_of(c.gather)
+            if r is not None:
+                reads.append(r)
+        writes = []
+        for a in c.writes:
+            r = range_of(a)
+            if r is not None:
+                writes.append(r)
+        what = c.what
+        if what == "load" or what == "load_const" or what == "store":
+            spm = c.writes[0] if what != "store" else c.reads[0]
             shape_key = (spm.shape, spm.dtype, spm.layout)
             moved = self.moved.get(shape_key)
             if moved is None:
-                moved = value_bytes(spm.shape, spm.dtype, LayoutMode(spm.layout))
+                moved = value_bytes(shape_key[0], spm.dtype, LayoutMode(spm.layout))
                 self.moved[shape_key] = moved
-            name = "wdma" if c.what == "store" else "rdma"
+            name = "wdma" if what == "store" else "rdma"
             dma_key = (name, moved, tiles)
             cycles = self.cycles.get(dma_key)
             if cycles is None:
                 cycles = dma(name, moved, hw, active_tiles=tiles).cycles(hw)
                 self.cycles[dma_key] = cycles
-            return _new_sim(name, cycles, reads, writes, label, (), (), 1)
-        extents = tuple(hi - lo for lo, hi in c.box)
+            return _new_sim(name, cycles, tuple(reads), tuple(writes), label, (), (), 1)
+        extents = tuple([hi - lo for lo, hi in c.box])
         law_key = (c.op_id, extents, tiles)
         cycles = self.cycles.get(law_key)
         if cycles is None:
@@ -165,16 +171,16 @@ class _Streams:
         if engine is None:
             raise Tx8labError(f"simulate: {c.label} runs on engine {c.engine!r}, which has no law")
         if c.psum is not None:
-            r = self.range(c.psum)
+            r = range_of(c.psum)
             if r is not None:
-                writes = (*writes, r)
+                writes.append(r)
                 if not c.psum_init:
-                    reads = (*reads, r)
+                    reads.append(r)
         if c.imm is not None:
-            r = self.range(c.imm)
+            r = range_of(c.imm)
             if r is not None:
-                writes = (*writes, r)
-        return _new_sim(engine, cycles, reads, writes, label, (), (), 1)
+                writes.append(r)
+        return _new_sim(engine, cycles, tuple(reads), tuple(writes), label, (), (), 1)
 
 
 def program_streams(
