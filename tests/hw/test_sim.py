@@ -241,3 +241,36 @@ def test_simulator_equals_a_cycle_stepped_simulation(cmds: list[SimCommand]) -> 
     want = brute_force(cmds, 3, depth)
     got = [(t.start, t.end) for t in simulate({0: cmds}, HW).tiles[0].timings]
     assert got == want
+
+
+@st.composite
+def busy_streams(draw: Any) -> list[SimCommand]:
+    """Long streams of commands with several ranges each, outrunning their engines.
+
+    Enough accesses are in flight at once (more than the simulator keeps before dropping
+    finished ones) that its pruning of the live accesses is exercised.
+    """
+    out = []
+    for _ in range(draw(st.integers(20, 50))):
+        engine = draw(st.sampled_from(["ne", "ct", "rdma", "wdma", "tdma"]))
+
+        def rng() -> Range:
+            lo = draw(st.integers(0, 40)) * 8
+            return spm(lo, lo + draw(st.integers(1, 4)) * 8)
+
+        reads = tuple(rng() for _ in range(draw(st.integers(1, 3))))
+        writes = tuple(rng() for _ in range(draw(st.integers(1, 2))))
+        out.append(SimCommand(engine, draw(st.integers(5, 40)), reads, writes))
+    return out
+
+
+@settings(max_examples=25, deadline=None)
+@given(busy_streams())
+def test_simulator_equals_a_cycle_stepped_simulation_of_busy_streams(
+    cmds: list[SimCommand],
+) -> None:
+    depth = {e: HW.tile.queue_depth for e in ENGINES}
+    depth["tdma"] = HW.tile.tdma_queue_depth
+    want = brute_force(cmds, 3, depth)
+    got = [(t.start, t.end) for t in simulate({0: cmds}, HW).tiles[0].timings]
+    assert got == want

@@ -64,16 +64,18 @@ Readings chosen where the seed is vague:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import operator
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from tx8lab._bulk import constructor, gc_paused
 from tx8lab.core.attrs import LayoutMode
 from tx8lab.core.codegen_c import c_function
 from tx8lab.core.grouping import is_compute
-from tx8lab.core.ir import TERMINATORS, Module, Op, TensorType, Value
+from tx8lab.core.ir import TERMINATORS, Module, Op, TensorType
 from tx8lab.core.ops import get_op_def
-from tx8lab.core.ops.registry import Window, op_layout, value_bytes
+from tx8lab.core.ops.registry import Window, WindowPlan, op_layout, value_bytes
 from tx8lab.core.schedule.slicing import gather_readers, linked_dims, loop_slots
 from tx8lab.core.schedule.stages import StageSettings, run_group
 from tx8lab.core.schedule.sw_pipeline import Instance, Use, expand
@@ -97,7 +99,7 @@ NO_CODE = frozenset({"tx8be.Tuple", "tx8be.Constant", "tx8be.LoadConst"})
 What = Literal["load", "load_const", "store", "compute", "barrier"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Access:
     """One SPM or DDR range a command reads or writes."""
 
@@ -136,7 +138,7 @@ class Access:
         return tuple(b - a for a, b in self.window)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Command:
     """One op-library call of one tile (an instruction of seed ``OP_INSTR_TYPE``)."""
 
@@ -443,14 +445,6 @@ def region_tiles(group: Op, hw: ChipConfig) -> list[int]:
     return [(y0 + r) * cols + (x0 + c) for r in range(dy) for c in range(dx)]
 
 
-def _bbox(a: Window, b: Window) -> Window:
-    return tuple((min(x0, y0), max(x1, y1)) for (x0, x1), (y0, y1) in zip(a, b, strict=True))
-
-
-def _whole(shape: Sequence[int]) -> Window:
-    return tuple((0, int(d)) for d in shape)
-
-
 def _digits(index: int, radix: Sequence[int]) -> list[int]:
     out = [0] * len(radix)
     for i in range(len(radix) - 1, -1, -1):
@@ -463,9 +457,15 @@ class _GroupBoxes:
     """Iteration boxes of a group's compute ops per (tile, loop indices)."""
 
     def __init__(
-        self, group: Op, strategy: Strategy, ops: Mapping[int, Op], chip0: bool = False
+        self,
+        group: Op,
+        strategy: Strategy,
+        ops: Mapping[int, Op],
+        memo: _BoxMemo | None = None,
+        chip0: bool = False,
     ) -> None:
         self.strategy = strategy
+        self.memo = memo if memo is not None else _BoxMemo()
         links = linked_dims(group)
         self.root = links.root
         self.dims = {
@@ -491,6 +491,7 @@ class _GroupBoxes:
                 sharded_by[root] = sharded_by.get(root, 0) + 1
         self.tile_order = {r: (n, r) for r, n in sharded_by.items()}
         self._coords: dict[tuple[int, int], dict[int, int]] = {}
+        self._cuts: dict[int, list[tuple[int, int, int, int, int, int]]] = {}
         self.slices = {
             op_id: get_op_def(ops[op_id].kind).temporal_slice_shape(ops[op_id], st)
             for op_id, st in strategy.ops.items()
@@ -498,14 +499,6 @@ class _GroupBoxes:
         }
         self.gathers = gather_readers(group, self.slices)
         """Table value -> the Gather whose indices pick its rows (a gather load)."""
-
-    def chunk_index(self, root: tuple[int, int], at: Sequence[int]) -> int:
-        """Chunk of group dim ``root`` at loop indices ``at`` (outermost first)."""
-        got = self.digit.get(root)
-        if got is None:
-            return 0
-        k, d, splits = got
-        return _digits(at[k] if k < len(at) else 0, splits)[d]
 
     def tile_coords(self, op_id: int, local: int) -> dict[int, int]:
         key = (op_id, local)
@@ -521,20 +514,60 @@ class _GroupBoxes:
             self._coords[key] = got
         return got
 
-    def box(self, op_id: int, local: int, at: Sequence[int]) -> Window:
-        st = self.strategy.ops[op_id]
+    def _dim_cuts(self, op_id: int) -> list[tuple[int, int, int, int, int, int]]:
+        """Per iteration dim: size, piece, chunk, and where its chunk index is read.
+
+        The chunk of a split dim is digit ``d`` of loop ``k``'s index in the mixed radix of
+        that loop's splits: ``(index // stride) % radix``; ``k`` is -1 for a dim that is
+        not split (chunk 0).
+        """
+        got = self._cuts.get(op_id)
+        if got is None:
+            st = self.strategy.ops[op_id]
+            got = []
+            for i, dim in enumerate(self.dims[op_id]):
+                # chip 0's piece when cut across chips (per_tile is chips x shard)
+                piece = -(-dim.size // st.per_tile()[i])
+                chunk = -(-piece // st.split[i])
+                k, stride, radix = -1, 1, 1
+                where = self.digit.get(self.root[(op_id, i)]) if st.split[i] > 1 else None
+                if where is not None:
+                    k, d, splits = where
+                    stride, radix = math.prod(splits[d + 1 :]), splits[d]
+                got.append((dim.size, piece, chunk, k, stride, radix))
+            self._cuts[op_id] = got
+        return got
+
+    def family(self, op_id: int, local: int) -> int:
+        """The id of the box family of ``op_id`` on tile ``local`` (see :class:`_BoxMemo`)."""
+        coords = self.tile_coords(op_id, local)
+        family = tuple((*cut, coords.get(i, 0)) for i, cut in enumerate(self._dim_cuts(op_id)))
+        return self.memo.ids.setdefault(family, len(self.memo.ids))
+
+    def compute_box(self, op_id: int, local: int, at: tuple[int, ...]) -> Window:
+        """The iteration box of ``op_id`` on tile ``local`` at loop indices ``at``."""
         coords = self.tile_coords(op_id, local)
         out = []
-        per_tile = st.per_tile()
-        for i, dim in enumerate(self.dims[op_id]):
-            piece = -(-dim.size // per_tile[i])
-            chunk = -(-piece // st.split[i])
-            k = self.chunk_index(self.root[(op_id, i)], at) if st.split[i] > 1 else 0
+        for i, (size, piece, chunk, k, stride, radix) in enumerate(self._dim_cuts(op_id)):
+            c = (at[k] if k < len(at) else 0) // stride % radix if k >= 0 else 0
             base = coords.get(i, 0) * piece
-            start = min(dim.size, base + k * chunk)
-            stop = min(dim.size, base + piece, base + (k + 1) * chunk)
+            start = min(size, base + c * chunk)
+            stop = min(size, base + piece, base + (c + 1) * chunk)
             out.append((start, max(start, stop)))
         return tuple(out)
+
+
+class _BoxMemo:
+    """Iteration boxes by what decides them, kept across the groups of a program.
+
+    A box is a function of its op's *family* on a tile (per iteration dim: size, piece,
+    chunk, which loop digit picks the chunk, the tile's coordinate) and the loop indices;
+    the layers of a transformer repeat the same families, so each box is worked out once.
+    """
+
+    def __init__(self) -> None:
+        self.ids: dict[tuple[tuple[int, ...], ...], int] = {}
+        self.boxes: dict[tuple[int, tuple[int, ...]], Window] = {}
 
 
 def _loops_of(
@@ -548,25 +581,6 @@ def _loops_of(
         else:
             out.update(_loops_of(node.body, (*around, (node.stage, node.times))))
     return out
-
-
-def _spm_access(
-    buffer: str,
-    value: str,
-    label: str,
-    offsets: Mapping[str, tuple[int, int]],
-    dtype: str,
-    layout: str,
-    window: Window,
-    where: str,
-) -> Access:
-    if label not in offsets:
-        raise Tx8labError(
-            f"program: {where}: spm_offsets has no lifetime {label!r} for buffer {buffer!r}; "
-            "the allocation does not match the schedule, re-run group-cost"
-        )
-    addr, nbytes = offsets[label]
-    return Access("spm", buffer, value, label, addr, nbytes, dtype, layout, window, window)
 
 
 def group_code(group: Op, hw: ChipConfig) -> GroupCode:
@@ -595,368 +609,534 @@ def group_program(
     ``first_tile``: only the region's first tile (local index 0), whose piece is the
     largest in every dim (pieces are ``ceil(size / shard)`` from the start).
     """
-    code = code if code is not None else group_code(group, hw)
-    strategy, si, timeline = code.strategy, code.schedule, code.timeline
-    instances = code.instances
-    generations, runs = lifetime_labels(instances)
-    offsets = code.offsets
-    steps = {(s.task, s.iteration): s.step for s in timeline.slots}
-    ops = {op.id: op for op in group.regions[0].ops if op.kind not in TERMINATORS}
-    names = code.names
-    boxes = _GroupBoxes(group, strategy, ops, chip0)
-    loops = _loops_of(si.nodes)
-    alias: dict[ValueKey, ValueKey] = {}
-    readers: dict[ValueKey, list[tuple[Op, int]]] = {}
-    for op in ops.values():
-        if op.kind == "tx8be.Tuple":
-            for res, v in zip(op.results, op.operands, strict=True):
-                alias[res.key] = alias.get(v.key, v.key)
-    for op in ops.values():
-        if op.id in strategy.ops and is_compute(op):
-            for j, v in enumerate(op.operands):
-                readers.setdefault(alias.get(v.key, v.key), []).append((op, j))
+    with gc_paused():  # every command survives: see tx8lab._bulk
+        code = code if code is not None else group_code(group, hw)
+        return _group_program(group, hw, code, _BoxMemo(), chip0=chip0, first_tile=first_tile)
+
+
+def _group_program(
+    group: Op,
+    hw: ChipConfig,
+    code: GroupCode,
+    memo: _BoxMemo,
+    *,
+    chip0: bool = False,
+    first_tile: bool = False,
+) -> dict[int, list[Command]]:
+    unroll = _Unroll(group, code, memo, chip0)
     tiles = region_tiles(group, hw)
     if first_tile:
         tiles = tiles[:1]
-    out: dict[int, list[Command]] = {t: [] for t in tiles}
-    imm_seen: dict[str, int] = {}
-    imm_index: list[int] = []
-    for inst in instances:
-        for b in inst.imm:
-            imm_seen[b] = imm_seen.get(b, 0) + 1
-        imm_index.append(max((imm_seen[b] - 1 for b in inst.imm), default=0))
-    for local, tile in enumerate(tiles):
-        drafts: list[Command] = []
-        for n, inst in enumerate(instances):
-            around = loops[inst.task.id]
-            at = inst.iteration
-            drafts.append(
-                _command(
-                    inst,
-                    around,
-                    tile,
-                    local,
-                    at,
-                    steps.get(inst.key, 0),
-                    imm_index[n],
-                    group,
-                    ops,
-                    names,
-                    alias,
-                    readers,
-                    boxes,
-                    generations,
-                    runs,
-                    offsets,
-                )
+    return {tile: unroll.commands(tile, local) for local, tile in enumerate(tiles)}
+
+
+# An SPM range of a command before its holder is known: the tile-independent part
+# (:data:`_Spm`) and the window. ``_Spm`` is ((lifetime, value), buffer, lifetime, addr,
+# bytes, dtype, layout, gather axis); the buffer is the value's name (the key's value).
+_Spm = tuple[tuple[str, str], str, str, int, int, str, str, int]
+_Draft = tuple[_Spm, Window]
+_Ddr = tuple[str, int, int, str, str, Window]
+"""A DDR tensor: name, address, bytes, dtype, layout, its whole box."""
+_Head = tuple[int, What, str, int, str, str, str, tuple[int, ...], int]
+"""``Command`` fields ``group`` .. ``step`` (the tile comes first)."""
+_WindowOf = Callable[[Window], Window]
+"""An op's iteration box -> the window of one of its operands or results."""
+
+#: ``Access`` / ``Command`` from every field, positionally (a program has ~10^6 of each).
+_new_access: Callable[..., Access] = constructor(Access)
+_new_command: Callable[..., Command] = constructor(Command)
+
+
+@dataclass(frozen=True, slots=True)
+class _LoadSite:
+    """What one load instance's command is on every tile: all but its windows."""
+
+    head: _Head
+    ddr: _Ddr
+    dst: _Spm
+    readers: tuple[tuple[int, _WindowOf], ...]
+    """Its compute readers: op id and the window of the operand they read."""
+    whole: Window
+    """What it moves when nothing reads it."""
+    picker: tuple[int, _WindowOf, _WindowOf, _Spm] | None
+    """A gather load: the Gather's id, its table and index windows, the indices' range."""
+
+
+@dataclass(frozen=True, slots=True)
+class _StoreSite:
+    """What one store instance's command is on every tile: all but its windows."""
+
+    head: _Head
+    src: _Spm
+    ddr: _Ddr
+    owner: int
+    """The op whose result it stores ..."""
+    window: _WindowOf
+    """... and that result's window; unless the owner is a load, whose value is stored as
+    it is: then the store moves what the load does (``readers`` and ``whole``)."""
+    readers: tuple[tuple[int, _WindowOf], ...] | None
+    whole: Window
+
+
+@dataclass(frozen=True, slots=True)
+class _ComputeSite:
+    """What one compute instance's command is on every tile: all but its box and windows."""
+
+    head: _Head
+    op_id: int
+    reads: tuple[tuple[_Spm | None, _Ddr, _WindowOf], ...]
+    """Per operand: its SPM range (None: read in place from the DDR tensor), the window."""
+    writes: tuple[tuple[_Spm, _WindowOf], ...]
+    """Each result kept in SPM: its range and window."""
+    psum: tuple[_Spm, _WindowOf] | None
+    psum_init: bool
+    psum_last: bool
+    imm: Access | None
+    clobbers: tuple[int, ...]
+
+
+_Site = _LoadSite | _StoreSite | _ComputeSite
+_NO_DDR: _Ddr = ("", -1, 0, "", "", ())
+
+
+def _bbox(a: Window, b: Window) -> Window:
+    return tuple((min(x0, y0), max(x1, y1)) for (x0, x1), (y0, y1) in zip(a, b, strict=True))
+
+
+def _whole(shape: Sequence[int]) -> Window:
+    return tuple((0, int(d)) for d in shape)
+
+
+def _same(box: Window) -> Window:
+    return box
+
+
+def _plan_window(plan: WindowPlan, n: int) -> _WindowOf:
+    """The function box -> window of a window plan over ``n`` iteration dims."""
+    if plan == tuple(range(n)):
+        return _same
+    if not plan:
+        return lambda box: ()
+    consts = tuple(p for p in plan if not isinstance(p, int))
+    # a fixed range is read from the constants appended after the box
+    index: list[int] = []
+    fixed = 0
+    for p in plan:
+        if isinstance(p, int):
+            index.append(p)
+        else:
+            index.append(n + fixed)
+            fixed += 1
+    if len(index) == 1:
+        i = index[0]
+        if consts:
+            return lambda box: consts
+        return lambda box: (box[i],)
+    get: _WindowOf = operator.itemgetter(*index)
+    if not consts:
+        return get
+    return lambda box: get(box + consts)
+
+
+def _with_axis(spm: _Spm, axis: int) -> _Spm:
+    """``spm`` holding a Gather's rows picked along ``axis`` (``Access.gather_axis``)."""
+    key, buffer, label, addr, nbytes, dtype, layout, _ = spm
+    return (key, buffer, label, addr, nbytes, dtype, layout, axis)
+
+
+def _gathered(table: Window, index_window: Window, axis: int) -> Window:
+    """A Gather's table as the rows its indices pick, in order: positions along ``axis``."""
+    rows = math.prod(b - a for a, b in index_window)
+    return tuple((0, rows) if e == axis else w for e, w in enumerate(table))
+
+
+class _Unroll:
+    """One group's commands per tile (:func:`group_program`, module docstring).
+
+    What a command is on every tile (its buffers, lifetime labels, SPM offsets, DDR
+    tensor, scratch, psum flags, and how its windows follow from iteration boxes) is worked
+    out once per instance (:meth:`_site`); per tile only the boxes and the windows are.
+    Each SPM range's holder is the bounding box of its (lifetime, value)'s windows on the
+    tile, so a tile's commands are drafted first and built once every holder is known.
+    """
+
+    def __init__(
+        self, group: Op, code: GroupCode, memo: _BoxMemo | None = None, chip0: bool = False
+    ) -> None:
+        self.group = group
+        self.instances = code.instances
+        self.generations, self.runs = lifetime_labels(self.instances)
+        self.offsets = code.offsets
+        self.steps = {(s.task, s.iteration): s.step for s in code.timeline.slots}
+        ops = {op.id: op for op in group.regions[0].ops if op.kind not in TERMINATORS}
+        self.ops = ops
+        self.names = code.names
+        self.boxes = _GroupBoxes(group, code.strategy, ops, memo, chip0)
+        self.loops = _loops_of(code.schedule.nodes)
+        self.alias: dict[ValueKey, ValueKey] = {}
+        self.readers: dict[ValueKey, list[tuple[Op, int]]] = {}
+        for op in ops.values():
+            if op.kind == "tx8be.Tuple":
+                for res, v in zip(op.results, op.operands, strict=True):
+                    self.alias[res.key] = self.alias.get(v.key, v.key)
+        for op in ops.values():
+            if op.id in code.strategy.ops and is_compute(op):
+                for j, v in enumerate(op.operands):
+                    self.readers.setdefault(self.alias.get(v.key, v.key), []).append((op, j))
+        imm_seen: dict[str, int] = {}
+        self.imm_index: list[int] = []
+        for inst in self.instances:
+            for b in inst.imm:
+                imm_seen[b] = imm_seen.get(b, 0) + 1
+            self.imm_index.append(max((imm_seen[b] - 1 for b in inst.imm), default=0))
+        self.sites: list[_Site | None] = [None] * len(self.instances)
+        self._windows: dict[tuple[int, int, bool], _WindowOf] = {}
+        self._load_sites: dict[int, _LoadSite] = {}
+
+    # ------------------------------------------------------------------ windows
+    def window_of(self, op: Op, index: int, *, result: bool = False) -> _WindowOf:
+        """``operand_window`` (``result_window``) of ``op``: by its plan, or kept per box."""
+        key = (op.id, index, result)
+        got = self._windows.get(key)
+        if got is not None:
+            return got
+        entry = get_op_def(op.kind)
+        plan = entry.window_plan(op, index, result=result)
+        if plan is not None:
+            got = _plan_window(plan, len(entry.iter_dims(op)))
+        else:
+            memo: dict[Window, Window] = {}
+            method = entry.result_window if result else entry.operand_window
+
+            def window(box: Window) -> Window:
+                w = memo.get(box)
+                if w is None:
+                    w = memo[box] = method(op, index, box)
+                return w
+
+            got = window
+        self._windows[key] = got
+        return got
+
+    def readers_of(self, load: Op) -> tuple[tuple[int, _WindowOf], ...]:
+        """The compute readers of a load's value: op id, window of the operand they read."""
+        readers = self.readers.get(load.results[0].key, ())
+        return tuple((user.id, self.window_of(user, j)) for user, j in readers)
+
+    # ------------------------------------------------------------------ sites
+    def _spm(self, buffer: str, label: str, dtype: str, layout: str, where: str) -> _Spm:
+        if label not in self.offsets:
+            raise Tx8labError(
+                f"program: {where}: spm_offsets has no lifetime {label!r} for buffer "
+                f"{buffer!r}; the allocation does not match the schedule, re-run group-cost"
             )
-        out[tile] = _with_holders(drafts)
-    return out
+        addr, nbytes = self.offsets[label]
+        return ((label, buffer), buffer, label, addr, nbytes, dtype, layout, -1)
 
+    def _site(self, n: int) -> _Site:
+        inst = self.instances[n]
+        task = inst.task
+        op = self.ops[task.op_id]
+        where = f"group %{self.group.id} {op.label}"
 
-def _value_of(op: Op, key: ValueKey) -> Value:
-    return next(r for r in op.results if r.key == key)
+        def head(what: What, function: str) -> _Head:
+            step = self.steps.get(inst.key, 0)
+            return (self.group.id, what, function, op.id, op.kind, task.engine, task.id,
+                    inst.iteration, step)  # fmt: skip
 
-
-def _load_window(
-    op: Op,
-    local: int,
-    at: Sequence[int],
-    readers: Mapping[ValueKey, list[tuple[Op, int]]],
-    boxes: _GroupBoxes,
-) -> Window:
-    key = op.results[0].key
-    box: Window | None = None
-    for user, j in readers.get(key, []):
-        got = get_op_def(user.kind).operand_window(user, j, boxes.box(user.id, local, at))
-        box = got if box is None else _bbox(box, got)
-    return box if box is not None else _whole(op.results[0].type.shape)
-
-
-def _produced_window(
-    key: ValueKey,
-    ops: Mapping[int, Op],
-    local: int,
-    at: Sequence[int],
-    readers: Mapping[ValueKey, list[tuple[Op, int]]],
-    boxes: _GroupBoxes,
-) -> Window:
-    owner = ops[key[0]]
-    if owner.kind in LOADS:
-        return _load_window(owner, local, at, readers, boxes)
-    entry = get_op_def(owner.kind)
-    return entry.result_window(owner, key[1], boxes.box(owner.id, local, at))
-
-
-def _command(
-    inst: Instance,
-    around: Sequence[tuple[str, int]],
-    tile: int,
-    local: int,
-    at: Sequence[int],
-    step: int,
-    imm_run: int,
-    group: Op,
-    ops: Mapping[int, Op],
-    names: Mapping[ValueKey, str],
-    alias: Mapping[ValueKey, ValueKey],
-    readers: Mapping[ValueKey, list[tuple[Op, int]]],
-    boxes: _GroupBoxes,
-    generations: Mapping[str, int],
-    runs: Mapping[str, int],
-    offsets: Mapping[str, tuple[int, int]],
-) -> Command:
-    task = inst.task
-    op = ops[task.op_id]
-    where = f"group %{group.id} {op.label}"
-    reads = {u.buffer: u for u in inst.reads}
-    writes = {u.buffer: u for u in inst.writes}
-    base: dict[str, Any] = {
-        "tile": tile,
-        "group": group.id,
-        "op_id": op.id,
-        "op_kind": op.kind,
-        "engine": task.engine,
-        "task": task.id,
-        "iteration": inst.iteration,
-        "step": step,
-    }
-    if op.kind in LOADS:
-        key = op.results[0].key
-        ttype = op.results[0].type
-        window = _load_window(op, local, at, readers, boxes)
-        layout = op_layout(op).value
-        src = _ddr_access(op, ttype.shape, ttype.dtype, layout, window)
-        buf = names[key]
-        dst = _spm_access(
-            buf,
-            buf,
-            use_label(writes[buf], generations),
-            offsets,
-            ttype.dtype,
-            layout,
-            window,
-            where,
-        )
-        what: What = "load_const" if op.kind == "tx8be.LoadConst" else "load"
-        picker = boxes.gathers.get(key)
-        gather = None
-        if picker is not None:
-            dst, gather = _gather_accesses(
-                picker, dst, boxes, local, at, names, alias, ops, reads, generations, offsets, where
-            )
-        return Command(
-            what=what,
-            function="op_dma_gather" if gather else "op_dma_" + what,
-            reads=(src,),
-            writes=(dst,),
-            gather=gather,
-            **base,
-        )
-    if op.kind == STORE:
-        key = alias.get(op.operands[0].key, op.operands[0].key)
-        ttype = op.operands[0].type
-        buf = names[key]
-        window = _produced_window(key, ops, local, at, readers, boxes)
-        owner = ops[key[0]]
-        src = _spm_access(
-            buf,
-            buf,
-            use_label(reads[buf], generations),
-            offsets,
-            ttype.dtype,
-            op_layout(owner).value,
-            window,
-            where,
-        )
-        dst = _ddr_access(op, ttype.shape, ttype.dtype, op_layout(op).value, window)
-        return Command(what="store", function="op_dma_store", reads=(src,), writes=(dst,), **base)
-    entry = get_op_def(op.kind)
-    box = boxes.box(op.id, local, at)
-    layout = op_layout(op).value
-    operand_accesses: list[Access] = []
-    for j, v in enumerate(op.operands):
-        key = alias.get(v.key, v.key)
-        window = entry.operand_window(op, j, box)
-        name = names.get(key)
-        if name is not None:
-            owner = ops[key[0]]
-            operand_accesses.append(
-                _spm_access(
+        reads = {u.buffer: u for u in inst.reads}
+        writes = {u.buffer: u for u in inst.writes}
+        gen = self.generations
+        if op.kind in LOADS:
+            key = op.results[0].key
+            ttype = op.results[0].type
+            layout = op_layout(op).value
+            ddr = _ddr_tensor(op, ttype.shape, ttype.dtype, layout)
+            buf = self.names[key]
+            dst = self._spm(buf, use_label(writes[buf], gen), ttype.dtype, layout, where)
+            what: What = "load_const" if op.kind == "tx8be.LoadConst" else "load"
+            gather = self.boxes.gathers.get(key)
+            picker = None
+            if gather is not None:
+                index_value = gather.operands[1]
+                ikey = self.alias.get(index_value.key, index_value.key)
+                name = self.names.get(ikey)
+                if name is None or name not in reads:
+                    raise Tx8labError(
+                        f"program: {where}: the gather load of {gather.label} needs its "
+                        "indices in SPM before it; load them first (group-ldst, the default "
+                        "pipeline)"
+                    )
+                indices = self._spm(
                     name,
-                    name,
-                    use_label(reads[name], generations),
-                    offsets,
-                    v.type.dtype,
-                    op_layout(owner).value,
-                    window,
+                    use_label(reads[name], gen),
+                    index_value.type.dtype,
+                    op_layout(self.ops[ikey[0]]).value,
                     where,
                 )
+                axis = int(get_op_def(gather.kind).attr(gather, "axis"))
+                dst = _with_axis(dst, axis % gather.operands[0].type.rank)
+                table, rows = self.window_of(gather, 0), self.window_of(gather, 1)
+                picker = (gather.id, table, rows, indices)
+            function = "op_dma_gather" if gather is not None else "op_dma_" + what
+            return _LoadSite(
+                head(what, function),
+                ddr,
+                dst,
+                self.readers_of(op),
+                _whole(ttype.shape),
+                picker,
             )
-            if j == 0 and owner.kind in LOADS and boxes.gathers.get(key) is op:
-                # the table's rows came in index order (the gather load's compact box)
-                operand_accesses[-1] = _as_gathered(operand_accesses[-1], op, box)
-            continue
-        source = None if v.is_arg else ops.get(v.owner)
-        if source is not None and source.kind in LOADS and source.attrs.get("bypasscodegen"):
-            operand_accesses.append(
-                _ddr_access(source, v.type.shape, v.type.dtype, op_layout(source).value, window)
+        if op.kind == STORE:
+            key = self.alias.get(op.operands[0].key, op.operands[0].key)
+            ttype = op.operands[0].type
+            buf = self.names[key]
+            owner = self.ops[key[0]]
+            layout = op_layout(owner).value
+            src = self._spm(buf, use_label(reads[buf], gen), ttype.dtype, layout, where)
+            ddr = _ddr_tensor(op, ttype.shape, ttype.dtype, op_layout(op).value)
+            readers = None
+            window: _WindowOf = _same
+            if owner.kind in LOADS:
+                readers = self.readers_of(owner)
+            else:
+                window = self.window_of(owner, key[1], result=True)
+            whole = _whole(owner.results[0].type.shape)
+            return _StoreSite(
+                head("store", "op_dma_store"), src, ddr, owner.id, window, readers, whole
             )
-            continue
-        raise Tx8labError(
-            f"program: {op.label} operand {j} in group %{group.id} is neither in SPM nor a "
-            "bypasscodegen constant in DDR; it has no address the program could read (run "
-            "group-ldst, the default pipeline, so every input is loaded)"
-        )
-    result_accesses = []
-    for r in op.results:
-        name = names.get(r.key)
-        if name is None:
-            continue
-        result_accesses.append(
-            _spm_access(
-                name,
-                name,
-                use_label(writes[name], generations),
-                offsets,
-                r.type.dtype,
-                layout,
-                entry.result_window(op, r.index, box),
-                where,
-            )
-        )
-    psum_name = f"%{op.id}.psum"
-    psum = None
-    init = last = True
-    if psum_name in writes:
-        rwin = entry.result_window(op, 0, box)
-        dtype = "f32" if op.results[0].type.dtype not in ("i8", "i32", "i64", "i1") else "i32"
-        psum = _spm_access(
-            psum_name,
-            psum_name,
-            use_label(writes[psum_name], generations),
-            offsets,
-            dtype,
-            "Tensor",
-            rwin,
-            where,
-        )
-        if inst.iteration:
-            # sw_pipeline.expand restarts a psum when the innermost loop is at 0
-            init = inst.iteration[-1] == 0
-            last = inst.iteration[-1] == around[-1][1] - 1
-    imm_name = f"%{op.id}.imm"
-    imm = None
-    if imm_name in inst.imm:
-        label = lifetime_label(imm_name, imm_run, runs.get(imm_name, 1))
-        if label not in offsets:
+        entry = get_op_def(op.kind)
+        layout = op_layout(op).value
+        operands: list[tuple[_Spm | None, _Ddr, _WindowOf]] = []
+        for j, v in enumerate(op.operands):
+            key = self.alias.get(v.key, v.key)
+            name = self.names.get(key)
+            window = self.window_of(op, j)
+            if name is not None:
+                owner = self.ops[key[0]]
+                label = use_label(reads[name], gen)
+                spm = self._spm(name, label, v.type.dtype, op_layout(owner).value, where)
+                if j == 0 and owner.kind in LOADS and self.boxes.gathers.get(key) is op:
+                    # the table's rows came in index order (the gather load's compact box)
+                    axis = int(entry.attr(op, "axis")) % v.type.rank
+                    spm = _with_axis(spm, axis)
+                    window = _gathered_window(window, self.window_of(op, 1), axis)
+                operands.append((spm, _NO_DDR, window))
+                continue
+            source = None if v.is_arg else self.ops.get(v.owner)
+            if source is not None and source.kind in LOADS and source.attrs.get("bypasscodegen"):
+                layout_of = op_layout(source).value
+                ddr = _ddr_tensor(source, v.type.shape, v.type.dtype, layout_of)
+                operands.append((None, ddr, window))
+                continue
             raise Tx8labError(
-                f"program: {where}: spm_offsets has no lifetime {label!r} for its scratch; "
-                "the allocation does not match the schedule, re-run group-cost"
+                f"program: {op.label} operand {j} in group %{self.group.id} is neither in SPM "
+                "nor a bypasscodegen constant in DDR; it has no address the program could "
+                "read (run group-ldst, the default pipeline, so every input is loaded)"
             )
-        addr, nbytes = offsets[label]
-        whole = ((0, nbytes),)
-        imm = Access("spm", imm_name, imm_name, label, addr, nbytes, "i8", "Tensor", whole, whole)
-    clobbers = tuple(getattr(entry, "clobbered_operands", lambda _op: ())(op))
-    return Command(
-        what="compute",
-        function=c_function(op.kind),
-        reads=tuple(operand_accesses),
-        writes=tuple(result_accesses),
-        imm=imm,
-        psum=psum,
-        psum_init=init,
-        psum_last=last,
-        box=box,
-        clobbers=clobbers,
-        **base,
-    )
-
-
-def _gather_accesses(
-    picker: Op,
-    dst: Access,
-    boxes: _GroupBoxes,
-    local: int,
-    at: Sequence[int],
-    names: Mapping[ValueKey, str],
-    alias: Mapping[ValueKey, ValueKey],
-    ops: Mapping[int, Op],
-    reads: Mapping[str, Use],
-    generations: Mapping[str, int],
-    offsets: Mapping[str, tuple[int, int]],
-    where: str,
-) -> tuple[Access, Access]:
-    """A gather load's destination (rows in index order) and the indices it reads."""
-    box = boxes.box(picker.id, local, at)
-    index_window = get_op_def(picker.kind).operand_window(picker, 1, box)
-    index_value = picker.operands[1]
-    key = alias.get(index_value.key, index_value.key)
-    name = names.get(key)
-    if name is None or name not in reads:
-        raise Tx8labError(
-            f"program: {where}: the gather load of {picker.label} needs its indices in SPM "
-            "before it; load them first (group-ldst, the default pipeline)"
+        results = []
+        for r in op.results:
+            name = self.names.get(r.key)
+            if name is not None:
+                spm = self._spm(name, use_label(writes[name], gen), r.type.dtype, layout, where)
+                results.append((spm, self.window_of(op, r.index, result=True)))
+        psum_name = f"%{op.id}.psum"
+        psum = None
+        init = last = True
+        if psum_name in writes:
+            dtype = "f32" if op.results[0].type.dtype not in ("i8", "i32", "i64", "i1") else "i32"
+            label = use_label(writes[psum_name], gen)
+            psum = (
+                self._spm(psum_name, label, dtype, "Tensor", where),
+                self.window_of(op, 0, result=True),
+            )
+            if inst.iteration:
+                # sw_pipeline.expand restarts a psum when the innermost loop is at 0
+                init = inst.iteration[-1] == 0
+                last = inst.iteration[-1] == self.loops[task.id][-1][1] - 1
+        imm_name = f"%{op.id}.imm"
+        imm = None
+        if imm_name in inst.imm:
+            label = lifetime_label(imm_name, self.imm_index[n], self.runs.get(imm_name, 1))
+            if label not in self.offsets:
+                raise Tx8labError(
+                    f"program: {where}: spm_offsets has no lifetime {label!r} for its "
+                    "scratch; the allocation does not match the schedule, re-run group-cost"
+                )
+            addr, nbytes = self.offsets[label]
+            whole = ((0, nbytes),)
+            imm = Access(
+                "spm", imm_name, imm_name, label, addr, nbytes, "i8", "Tensor", whole, whole
+            )
+        clobbers = tuple(getattr(entry, "clobbered_operands", lambda _op: ())(op))
+        return _ComputeSite(
+            head("compute", c_function(op.kind)),
+            op.id,
+            tuple(operands),
+            tuple(results),
+            psum,
+            init,
+            last,
+            imm,
+            clobbers,
         )
-    indices = _spm_access(
-        name,
-        name,
-        use_label(reads[name], generations),
-        offsets,
-        index_value.type.dtype,
-        op_layout(ops[key[0]]).value,
-        index_window,
-        where,
-    )
-    return _as_gathered(dst, picker, box), indices
+
+    # ------------------------------------------------------------------ one tile
+    def commands(self, tile: int, local: int) -> list[Command]:
+        """The group's commands on ``tile`` (the ``local``-th of its region)."""
+        holder: dict[tuple[str, str], Window] = {}
+        held = holder.get
+        families: dict[int, int] = {}
+        boxes = self.boxes.memo.boxes
+        known_box = boxes.get
+        compute_box = self.boxes.compute_box
+
+        def box_of(op_id: int, at: tuple[int, ...]) -> Window:
+            family = families.get(op_id)
+            if family is None:
+                family = families[op_id] = self.boxes.family(op_id, local)
+            key = (family, at)
+            box = known_box(key)
+            if box is None:
+                box = boxes[key] = compute_box(op_id, local, at)
+            return box
+
+        def hold(spm: _Spm, window: Window) -> _Draft:
+            key = spm[0]
+            got = held(key)
+            if got is None:
+                holder[key] = window
+            elif got != window:
+                holder[key] = _bbox(got, window)
+            return (spm, window)
+
+        def load_window(readers: tuple[tuple[int, _WindowOf], ...], at: tuple[int, ...]) -> Window:
+            # what a load moves: the bounding box of its compute readers' reads at ``at``
+            out: Window | None = None
+            for user, window in readers:
+                w = window(box_of(user, at))
+                out = w if out is None else _bbox(out, w)
+            assert out is not None
+            return out
+
+        drafts: list[tuple[_Site, Any, Any, _Draft | None, Access | None, Window]] = []
+        draft = drafts.append
+        new_access = _new_access
+        sites = self.sites
+        for n, inst in enumerate(self.instances):
+            site = sites[n]
+            if site is None:
+                site = sites[n] = self._site(n)
+            at = inst.iteration
+            if type(site) is _ComputeSite:
+                box = box_of(site.op_id, at)
+                reads: list[Access | _Draft] = []
+                for spm, ddr, window in site.reads:
+                    win = window(box)
+                    if spm is None:
+                        name, addr, nbytes, dtype, layout, whole = ddr
+                        reads.append(new_access("ddr", name, name, "", addr, nbytes, dtype, layout,
+                                                whole, win, -1))  # fmt: skip
+                        continue
+                    key = spm[0]
+                    got = held(key)
+                    if got is None:
+                        holder[key] = win
+                    elif got != win:
+                        holder[key] = _bbox(got, win)
+                    reads.append((spm, win))
+                writes = []
+                for spm, window in site.writes:
+                    win = window(box)
+                    key = spm[0]
+                    got = held(key)
+                    if got is None:
+                        holder[key] = win
+                    elif got != win:
+                        holder[key] = _bbox(got, win)
+                    writes.append((spm, win))
+                psum = None if site.psum is None else hold(site.psum[0], site.psum[1](box))
+                draft((site, reads, writes, psum, None, box))
+            elif type(site) is _LoadSite:
+                win = load_window(site.readers, at) if site.readers else site.whole
+                name, addr, nbytes, dtype, layout, whole = site.ddr
+                src = new_access("ddr", name, name, "", addr, nbytes, dtype, layout, whole, win, -1)
+                gather = None
+                if site.picker is not None:
+                    picker, table, rows, indices = site.picker
+                    pbox = box_of(picker, at)
+                    index_window = rows(pbox)
+                    _, buffer, label, addr, nbytes, dtype, layout, axis = indices
+                    gather = new_access("spm", buffer, buffer, label, addr, nbytes, dtype, layout,
+                                        index_window, index_window, axis)  # fmt: skip
+                    win = _gathered(table(pbox), index_window, site.dst[7])
+                draft((site, (src,), (hold(site.dst, win),), None, gather, ()))
+            elif type(site) is _StoreSite:
+                if site.readers is None:
+                    win = site.window(box_of(site.owner, at))
+                else:
+                    win = load_window(site.readers, at) if site.readers else site.whole
+                name, addr, nbytes, dtype, layout, whole = site.ddr
+                dst = new_access("ddr", name, name, "", addr, nbytes, dtype, layout, whole, win, -1)
+                draft((site, (hold(site.src, win),), (dst,), None, None, ()))
+        out = []
+        new_command = _new_command
+        for site, reads, writes, psum, gather, box in drafts:
+            if type(site) is _ComputeSite:
+                imm, init, last, clobbers = site.imm, site.psum_init, site.psum_last, site.clobbers
+            else:
+                imm, init, last, clobbers = None, True, True, ()
+            group, what, function, op_id, op_kind, engine, task, iteration, step = site.head
+            out.append(
+                new_command(
+                    tile,
+                    group,
+                    what,
+                    function,
+                    op_id,
+                    op_kind,
+                    engine,
+                    task,
+                    iteration,
+                    step,
+                    tuple([_built(a, holder) for a in reads]),
+                    tuple([_built(a, holder) for a in writes]),
+                    imm,
+                    None if psum is None else _built(psum, holder),
+                    init,
+                    last,
+                    box,
+                    clobbers,
+                    gather,
+                )
+            )
+        return out
 
 
-def _as_gathered(access: Access, picker: Op, box: Window) -> Access:
-    """``access`` to a Gather's table as the rows its indices pick at ``box``, in order."""
-    entry = get_op_def(picker.kind)
-    axis = int(entry.attr(picker, "axis")) % picker.operands[0].type.rank
-    rows = math.prod(b - a for a, b in entry.operand_window(picker, 1, box))
-    table = entry.operand_window(picker, 0, box)
-    compact = tuple((0, rows) if e == axis else w for e, w in enumerate(table))
-    return replace(access, holder=compact, window=compact, gather_axis=axis)
+def _gathered_window(table: _WindowOf, rows: _WindowOf, axis: int) -> _WindowOf:
+    """A Gather's table window, as the rows its indices pick (:func:`_gathered`)."""
+    return lambda box: _gathered(table(box), rows(box), axis)
 
 
-def _ddr_access(op: Op, shape: Sequence[int], dtype: str, layout: str, window: Window) -> Access:
+def _built(a: Access | _Draft, holder: Mapping[tuple[str, str], Window]) -> Access:
+    """A drafted SPM range with its holder (a DDR range is built already)."""
+    if type(a) is tuple:
+        (key, buffer, label, addr, nbytes, dtype, layout, axis), window = a
+        return _new_access(
+            "spm", buffer, buffer, label, addr, nbytes, dtype, layout, holder[key], window, axis
+        )
+    assert isinstance(a, Access)
+    return a
+
+
+def _ddr_tensor(op: Op, shape: Sequence[int], dtype: str, layout: str) -> _Ddr:
     addr = op.attrs.get("ddr_addr")
     if addr is None:
         raise Tx8labError(
             f"program: {op.label} has no ddr_addr; run opt-ddr (the default pipeline) first"
         )
     nbytes = value_bytes(tuple(shape), dtype, LayoutMode(layout))
-    name = f"DDR_{op.id}"
-    return Access("ddr", name, name, "", int(addr), nbytes, dtype, layout, _whole(shape), window)
-
-
-def _with_holders(drafts: list[Command]) -> list[Command]:
-    """Each SPM access's holder: the bounding box over its (lifetime, value) accesses."""
-    holder: dict[tuple[str, str], Window] = {}
-    for c in drafts:
-        for a in (*c.reads, *c.writes, *((c.psum,) if c.psum else ())):
-            if a.space != "spm" or a.buffer.endswith(".imm"):
-                continue
-            key = (a.lifetime, a.value)
-            got = holder.get(key)
-            holder[key] = a.window if got is None else _bbox(got, a.window)
-
-    def fix(a: Access) -> Access:
-        if a.space != "spm" or a.buffer.endswith(".imm"):
-            return a
-        return replace(a, holder=holder[(a.lifetime, a.value)])
-
-    return [
-        replace(
-            c,
-            reads=tuple(fix(a) for a in c.reads),
-            writes=tuple(fix(a) for a in c.writes),
-            psum=fix(c.psum) if c.psum else None,
-        )
-        for c in drafts
-    ]
+    return (f"DDR_{op.id}", int(addr), nbytes, dtype, layout, _whole(shape))
 
 
 # ---------------------------------------------------------------------- the module
@@ -980,6 +1160,11 @@ def build_program(module: Module, hw: ChipConfig) -> Program:
             (run the default pipeline), or an access without an address; the message
             names the group and the op.
     """
+    with gc_paused():  # every command survives: see tx8lab._bulk
+        return _build_program(module, hw)
+
+
+def _build_program(module: Module, hw: ChipConfig) -> Program:
     main = module.main
     tiles: dict[int, list[Command]] = {t: [] for t in range(hw.tiles_per_chip)}
     groups: list[int] = []
@@ -988,6 +1173,7 @@ def build_program(module: Module, hw: ChipConfig) -> Program:
     constants: dict[int, DdrTensor] = {}
     stored: dict[ValueKey, DdrTensor] = {}
     code: dict[int, GroupCode] = {}
+    memo = _BoxMemo()  # boxes repeat across groups (a transformer's layers)
     for top in main.ops:
         if top.kind in TERMINATORS or top.kind in NO_CODE:
             continue
@@ -998,7 +1184,7 @@ def build_program(module: Module, hw: ChipConfig) -> Program:
             )
         groups.append(top.id)
         code[top.id] = group_code(top, hw)
-        for tile, commands in group_program(top, hw, code[top.id]).items():
+        for tile, commands in _group_program(top, hw, code[top.id], memo).items():
             tiles[tile].extend(commands)
         body = top.regions[0]
         outer = dict(zip((a.key for a in body.args), top.operands, strict=True))

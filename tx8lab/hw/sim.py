@@ -42,10 +42,13 @@ Readings chosen where the sources are vague:
 
 from __future__ import annotations
 
+from bisect import bisect_right, insort
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
+from tx8lab._bulk import constructor, gc_paused
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import laws
 from tx8lab.hw.config import ChipConfig
@@ -59,7 +62,7 @@ CONTROL: tuple[str, ...] = ("join", "barrier")
 REASONS: tuple[str, ...] = ("issue", "dependency", "queue full", "join", "barrier")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Range:
     """A byte range a command reads or writes: ``[lo, hi)`` of ``space`` (``spm``/``ddr``)."""
 
@@ -68,7 +71,7 @@ class Range:
     hi: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SimCommand:
     """One command the kernel core issues."""
 
@@ -88,7 +91,7 @@ class SimCommand:
     """A join: the workers / engines it joins (its law's count)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Timing:
     """When one command was issued and ran."""
 
@@ -175,27 +178,45 @@ class _Tile:
     ends: list[int] = field(default_factory=list)
     last_end: dict[str, int] = field(default_factory=dict)
     """Engine -> the latest end among its issued commands."""
-    live: list[tuple[str, int, int, int, bool]] = field(default_factory=list)
-    """(space, lo, hi, end, is_write) of accesses that may still order a later command."""
+    live: list[tuple[int, str, int, int, bool]] = field(default_factory=list)
+    """(end, space, lo, hi, is_write) of accesses that may still order a later command,
+    sorted by end."""
     barriers: int = 0
     run: TileRun = field(default_factory=lambda: TileRun(-1))
 
 
-def _overlap_end(live: list[tuple[str, int, int, int, bool]], c: SimCommand) -> int:
-    ready = 0
-    for space, lo, hi, end, is_write in live:
-        if end <= ready:
-            continue
-        for r in c.reads:
-            if is_write and r.space == space and r.lo < hi and lo < r.hi:
-                ready = end
-                break
-        else:
-            for w in c.writes:
-                if w.space == space and w.lo < hi and lo < w.hi:
-                    ready = end
-                    break
-    return ready
+def _overlap_end(
+    live: list[tuple[int, str, int, int, bool]],
+    reads: list[tuple[str, int, int]],
+    writes: list[tuple[str, int, int]],
+    floor: int,
+) -> int:
+    """The latest end among ``live`` accesses that order a command with these ranges.
+
+    A read waits for an overlapping write, a write for an overlapping read or write.
+    ``live`` is sorted by end, so the scan runs from the latest end down and stops at the
+    first conflict; it also stops at ``floor`` (the command starts after it anyway), and
+    answers 0 when no conflicting access ends after it.
+    """
+    i = len(live)
+    while i:
+        i -= 1
+        end, space, lo, hi, is_write = live[i]
+        if end <= floor:
+            return 0
+        if is_write:
+            for s, r_lo, r_hi in reads:
+                if r_lo < hi and lo < r_hi and s == space:
+                    return end
+        for s, w_lo, w_hi in writes:
+            if w_lo < hi and lo < w_hi and s == space:
+                return end
+    return 0
+
+
+_end = itemgetter(0)
+#: ``Timing`` from every field, positionally (one per command of a program).
+_new_timing = constructor(Timing)
 
 
 def _add(d: dict[str, int], key: str, value: int) -> None:
@@ -212,6 +233,13 @@ def simulate(
         Tx8labError: an unknown engine, an ``after`` naming a command that does not exist,
             or commands that wait on each other (the message names the tile and command).
     """
+    with gc_paused():  # every timing survives: see tx8lab._bulk
+        return _simulate(streams, hw, launches)
+
+
+def _simulate(
+    streams: Mapping[int, Sequence[SimCommand]], hw: ChipConfig, launches: int
+) -> SimResult:
     depth = {e: hw.tile.queue_depth for e in ENGINES}
     depth["tdma"] = hw.tile.tdma_queue_depth
     issue = laws.issue(hw).cycles(hw)
@@ -295,7 +323,7 @@ def _advance(
     kstall = run.stalls.setdefault("kcore", {})
     while st.pos < len(st.commands):
         c = st.commands[st.pos]
-        if any(states[t].pos <= i for t, i in c.after):
+        if c.after and any(states[t].pos <= i for t, i in c.after):
             return moved
         if c.engine == "barrier":
             # the tile's own commands end first: what it wrote is what others read next
@@ -315,33 +343,53 @@ def _advance(
             moved = True
             continue
         e = c.engine
-        starts = st.starts.setdefault(e, [])
-        begin = st.t
+        starts = st.starts.get(e)
+        if starts is None:
+            starts = st.starts[e] = []
+        begin = now = st.t
         if len(starts) >= depth[e]:
             begin = max(begin, starts[len(starts) - depth[e]])
-        _add(kstall, "queue full", begin - st.t)
+        if begin != now:
+            kstall["queue full"] = kstall.get("queue full", 0) + begin - now
         issued = begin + issue
-        _add(run.busy, "kcore", issue)
+        busy = run.busy
+        if issue:
+            busy["kcore"] = busy.get("kcore", 0) + issue
         free = st.free.get(e, 0)
-        ready = _overlap_end(st.live, c)
+        reads = [(r.space, r.lo, r.hi) for r in c.reads]
+        writes = [(w.space, w.lo, w.hi) for w in c.writes]
+        floor = issued if issued > free else free
+        ready = _overlap_end(st.live, reads, writes, floor)
         for t, i in c.after:
             ready = max(ready, states[t].ends[i])
-        start = max(issued, free, ready)
-        end = start + c.cycles
-        stalls = run.stalls.setdefault(e, {})
-        _add(stalls, "issue", max(0, min(issued, start) - free))
-        _add(stalls, "dependency", start - max(free, issued))
-        _add(run.busy, e, c.cycles)
+        start = ready if ready > floor else floor
+        cycles = c.cycles
+        end = start + cycles
+        stalls = run.stalls.get(e)
+        if stalls is None:
+            stalls = run.stalls[e] = {}
+        waited = min(issued, start) - free  # the engine idle before the command was issued
+        if waited > 0:
+            stalls["issue"] = stalls.get("issue", 0) + waited
+        if start != floor:
+            stalls["dependency"] = stalls.get("dependency", 0) + start - floor
+        if cycles:
+            busy[e] = busy.get(e, 0) + cycles
         starts.append(start)
         st.free[e] = end
-        st.last_end[e] = max(st.last_end.get(e, 0), end)
+        last = st.last_end.get(e, 0)
+        st.last_end[e] = end if end > last else last
         st.ends.append(end)
-        run.timings.append(Timing(st.pos, e, begin, issued, start, end, c.label))
+        run.timings.append(_new_timing(st.pos, e, begin, issued, start, end, c.label))
         st.t = issued
-        if len(st.live) > 64:
-            st.live = [a for a in st.live if a[3] > st.t]
-        st.live.extend((r.space, r.lo, r.hi, end, False) for r in c.reads)
-        st.live.extend((w.space, w.lo, w.hi, end, True) for w in c.writes)
+        live = st.live
+        if len(live) > 64:
+            # accesses that ended by now order nothing later: every command issues after it
+            del live[: bisect_right(live, st.t, key=_end)]
+        for space, lo, hi in reads:
+            insort(live, (end, space, lo, hi, False))
+        for space, lo, hi in writes:
+            insort(live, (end, space, lo, hi, True))
         st.pos += 1
         moved = True
     return moved

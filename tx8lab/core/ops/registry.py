@@ -117,6 +117,11 @@ DimMap = tuple[int | None, ...]
 #: A box of a tensor: ``(start, stop)`` per dim, half-open.
 Window = tuple[tuple[int, int], ...]
 
+#: Where each dim of a window comes from, for any iteration box: the index of the
+#: iteration dim whose ``(start, stop)`` it takes, or a fixed ``(start, stop)``
+#: (:meth:`OpDef.window_plan`).
+WindowPlan = tuple[int | tuple[int, int], ...]
+
 Array = npt.NDArray[Any]
 
 
@@ -595,16 +600,44 @@ class OpDef:
         value = op.results[index].type
         return self._mapped_window(op, value.shape, self.result_dims(op)[index], iteration)
 
+    def window_plan(self, op: Op, index: int, *, result: bool = False) -> WindowPlan | None:
+        """:meth:`operand_window` (``result``: :meth:`result_window`) as a :data:`WindowPlan`.
+
+        None when the op gives its own window (a conv's halo): then only calling the method
+        with a box says where the slice sits. A caller that needs the windows of many boxes
+        (the program, one per command) reads the plan once.
+
+        Raises:
+            Tx8labError: as :meth:`operand_window`.
+        """
+        cls = type(self)
+        if cls._mapped_window is not OpDef._mapped_window:
+            return None
+        if result:
+            if cls.result_window is not OpDef.result_window:
+                return None
+            return self._window_plan(op, op.results[index].type.shape, self.result_dims(op)[index])
+        if cls.operand_window is not OpDef.operand_window:
+            return None
+        shape = op.operands[index].type.shape
+        return self._window_plan(op, shape, self.operand_dims(op)[index])
+
     def _mapped_window(
         self, op: Op, shape: Sequence[int], dim_map: DimMap, iteration: Window
     ) -> Window:
+        return tuple(
+            iteration[p] if type(p) is int else p  # type: ignore[misc]
+            for p in self._window_plan(op, shape, dim_map)
+        )
+
+    def _window_plan(self, op: Op, shape: Sequence[int], dim_map: DimMap) -> WindowPlan:
         sizes = [d.size for d in self.iter_dims(op)]
-        out: list[tuple[int, int]] = []
+        out: list[int | tuple[int, int]] = []
         for e, (size, m) in enumerate(zip(shape, dim_map, strict=True)):
             if m is None:
                 out.append((0, size))
             elif size == sizes[m]:
-                out.append(iteration[m])
+                out.append(m)
             elif size == 1:
                 out.append((0, 1))
             else:
