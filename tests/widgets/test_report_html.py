@@ -112,8 +112,10 @@ def test_costliest_groups_get_timeline_gantt_and_mesh(page: str) -> None:
     cycles = {g["id"]: g["cycles"] for g in report["groups"]}
     assert len(top) == 3
     assert [cycles[g] for g in top] == sorted(cycles.values(), reverse=True)[:3]
-    # factor space, timeline, SPM Gantt, mesh for each
-    assert page.count(FIGURE_DIV) == 3 * 4
+    # factor space, the plan's timeline, the simulated run, SPM Gantt, mesh for each
+    assert page.count(FIGURE_DIV) == 3 * 5
+    assert page.count("simulated execution (stalls shaded)") == 3
+    assert page.count(" cycles simulated (plan ") >= 3
     positions = [page.index(f"<h3>Group %{gid}:") for gid in top]
     assert positions == sorted(positions)
 
@@ -127,7 +129,7 @@ def test_page_is_standalone(page: str) -> None:
     head = page[: page.index("<body>")]
     assert head.count("<script") == 1
     assert len(head) > 1_000_000
-    assert page.count("<script") == 1 + 12  # plus one newPlot call per figure
+    assert page.count("<script") == 1 + 15  # plus one newPlot call per figure
 
 
 def test_factor_space_of_each_costliest_group_searched_for_the_page(tmp_path: Path) -> None:
@@ -198,7 +200,7 @@ def test_cli_writes_the_page_next_to_the_json(
     assert js.is_file()
     page = out.read_text(encoding="utf-8")
     assert "tx8lab report: tiny_cnn" in page
-    assert page.count(FIGURE_DIV) == 12
+    assert page.count(FIGURE_DIV) == 15
 
 
 def test_cli_report_without_the_widgets_extra_is_a_clear_error(
