@@ -212,10 +212,7 @@ def build_fag_tile(
         t: int,
         **attrs: object,
     ) -> None:
-        dtypes = ["i1" if kind == "Where" and k == 0 else vt for k in range(len(shapes))]
-        if kind == "Transpose":
-            dtypes = [dt]
-        ts.vector(kind, shapes, dtypes, reads, writes, label, t, pieces=pieces, attrs=attrs)
+        ts.fa_vector(kind, shapes, vt, dt, reads, writes, label, t, pieces, attrs)
 
     def transposed(
         rows: int, cols_: int, src: Range, dst: Range, label: str, t: int, nd: bool

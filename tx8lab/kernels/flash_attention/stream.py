@@ -312,6 +312,32 @@ class TileStream:
             cycles = self._ct(kind, sub, types, attr_items)
             self.add("ct", cycles, reads, writes, f"{label} [{k + 1}/{pieces}]", pair)
 
+    def fa_vector(
+        self,
+        kind: str,
+        shapes: Sequence[tuple[int, ...]],
+        vector_dtype: str,
+        io_dtype: str,
+        reads: Sequence[Range],
+        writes: Sequence[Range],
+        label: str,
+        pair: int,
+        pieces: int,
+        attrs: Mapping[str, Hashable],
+    ) -> None:
+        """An FA kernel's vector op: :meth:`vector` with the kernel's operand types.
+
+        Every operand is in ``vector_dtype`` but a ``Where``'s condition (``i1``); a
+        ``Transpose`` moves the ``io_dtype`` data as loaded.
+        """
+        if kind == "Transpose":
+            dtypes = [io_dtype]
+        else:
+            dtypes = [
+                "i1" if kind == "Where" and k == 0 else vector_dtype for k in range(len(shapes))
+            ]
+        self.vector(kind, shapes, dtypes, reads, writes, label, pair, pieces=pieces, attrs=attrs)
+
     def _ct(
         self,
         kind: str,

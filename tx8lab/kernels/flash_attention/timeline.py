@@ -456,10 +456,7 @@ def build_tile(
         t: int,
         **attrs: object,
     ) -> None:
-        dtypes = ["i1" if kind == "Where" and k == 0 else vt for k in range(len(shapes))]
-        if kind == "Transpose":
-            dtypes = [dt]
-        ts.vector(kind, shapes, dtypes, reads, writes, label, t, pieces=pieces, attrs=attrs)
+        ts.fa_vector(kind, shapes, vt, dt, reads, writes, label, t, pieces, attrs)
 
     def loads(t: int) -> None:
         h, i, j, n, _, rb = work[t]
