@@ -1038,23 +1038,8 @@ class _Unroll:
                         reads.append(new_access("ddr", name, name, "", addr, nbytes, dtype, layout,
                                                 whole, win, -1))  # fmt: skip
                         continue
-                    key = spm[0]
-                    got = held(key)
-                    if got is None:
-                        holder[key] = win
-                    elif got != win:
-                        holder[key] = _bbox(got, win)
-                    reads.append((spm, win))
-                writes = []
-                for spm, window in site.writes:
-                    win = window(box)
-                    key = spm[0]
-                    got = held(key)
-                    if got is None:
-                        holder[key] = win
-                    elif got != win:
-                        holder[key] = _bbox(got, win)
-                    writes.append((spm, win))
+                    reads.append(hold(spm, win))
+                writes = [hold(spm, window(box)) for spm, window in site.writes]
                 psum = None if site.psum is None else hold(site.psum[0], site.psum[1](box))
                 draft((site, reads, writes, psum, None, box))
             elif type(site) is _LoadSite:
