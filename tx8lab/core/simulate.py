@@ -70,26 +70,7 @@ _TENSOR = LayoutMode.Tensor.value
 
 def byte_range(a: Access) -> Range | None:
     """The bytes an access may touch (module docstring); None for an empty window."""
-    if any(hi <= lo for lo, hi in a.window):
-        return None
-    if a.layout != LayoutMode.Tensor.value or a.gather_axis >= 0 or not a.window:
-        return Range(a.space, a.addr, a.addr + a.nbytes)
-    size = max(1, bits_of(a.dtype) // 8)
-    shape = [hi - lo for lo, hi in a.holder]
-    strides = [math.prod(shape[i + 1 :]) for i in range(len(shape))]
-    first = sum((w[0] - h[0]) * s for w, h, s in zip(a.window, a.holder, strides, strict=True))
-    last = sum((w[1] - 1 - h[0]) * s for w, h, s in zip(a.window, a.holder, strides, strict=True))
-    return Range(a.space, a.addr + first * size, a.addr + (last + 1) * size)
-
-
-def _ranges(accesses: tuple[Access | None, ...]) -> tuple[Range, ...]:
-    out = []
-    for a in accesses:
-        if a is not None:
-            r = byte_range(a)
-            if r is not None:
-                out.append(r)
-    return tuple(out)
+    return _Ranges().range(a)
 
 
 def sim_command(c: Command, op: Op | None, hw: ChipConfig, tiles: int) -> SimCommand:
@@ -102,23 +83,14 @@ _new_range = constructor(Range)
 _new_sim = constructor(SimCommand)
 
 
-class _Streams:
-    """Program commands -> simulator commands, with what many commands share worked out once.
+class _Ranges:
+    """Byte ranges of accesses, with each holder's strides and each element size kept once."""
 
-    The laws are pure: a compute command's time is its op's law at its box's extents and the
-    group's tile count, a DMA's the law at its bytes; byte ranges need their holder's strides
-    and the element size. Each is kept here the first time it is asked for.
-    """
-
-    def __init__(self, hw: ChipConfig) -> None:
-        self.hw = hw
-        self.cycles: dict[tuple[Any, ...], int] = {}
-        self.moved: dict[tuple[tuple[int, ...], str, str], int] = {}
+    def __init__(self) -> None:
         self.strides: dict[int, tuple[Window, tuple[int, ...]]] = {}
         """id of a holder -> (the holder, its row-major strides): a tile's accesses to one
         lifetime share their holder object."""
         self.sizes: dict[str, int] = {}
-        self.labels: dict[tuple[str, int, tuple[int, ...]], str] = {}
 
     def range(self, a: Access) -> Range | None:
         """:func:`byte_range` of ``a``."""
@@ -142,6 +114,22 @@ class _Streams:
             first += (w0 - h0) * stride
             last += (w1 - 1 - h0) * stride
         return _new_range(a.space, a.addr + first * size, a.addr + (last + 1) * size)
+
+
+class _Streams(_Ranges):
+    """Program commands -> simulator commands, with what many commands share worked out once.
+
+    The laws are pure: a compute command's time is its op's law at its box's extents and the
+    group's tile count, a DMA's the law at its bytes; byte ranges need their holder's strides
+    and the element size. Each is kept here the first time it is asked for.
+    """
+
+    def __init__(self, hw: ChipConfig) -> None:
+        super().__init__()
+        self.hw = hw
+        self.cycles: dict[tuple[Any, ...], int] = {}
+        self.moved: dict[tuple[tuple[int, ...], str, str], int] = {}
+        self.labels: dict[tuple[str, int, tuple[int, ...]], str] = {}
 
     def command(self, c: Command, op: Op | None, tiles: int) -> SimCommand:
         """:func:`sim_command`."""
