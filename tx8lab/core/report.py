@@ -44,7 +44,7 @@ import numpy as np
 
 from tx8lab.core.ir import Module
 from tx8lab.core.passes.base import Step
-from tx8lab.core.schedule.estimate import SIM_ENGINE_OF, SIM_ENGINES, ModelEstimate
+from tx8lab.core.schedule.estimate import SIM_ENGINES, ModelEstimate
 from tx8lab.hw.config import ChipConfig
 
 if TYPE_CHECKING:
@@ -191,8 +191,8 @@ def plan_vs_simulated(model: ModelEstimate) -> dict[str, Any]:
     stalls: dict[str, dict[str, int]] = {}
     simulated = 0
     for g in model.groups:
-        for plan_engine, cycles in g.engine_busy_cycles.items():
-            row = busy[SIM_ENGINE_OF[plan_engine]]
+        for engine, cycles in g.plan_busy_by_sim_engine.items():
+            row = busy[engine]
             row["plan"] = (row["plan"] or 0) + cycles
         if g.sim is None:
             continue

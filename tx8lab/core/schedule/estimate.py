@@ -173,6 +173,18 @@ class GroupEstimate:
         return self.slowest.engine_busy_cycles
 
     @property
+    def plan_busy_by_sim_engine(self) -> dict[str, int]:
+        """The plan's busy cycles per simulator engine (``ld`` on ``rdma``, ``st`` on ``wdma``).
+
+        There is no ``dte`` or ``kcore`` key: the plan charges issue inside each task.
+        """
+        out: dict[str, int] = {}
+        for plan_engine, busy in self.engine_busy_cycles.items():
+            engine = SIM_ENGINE_OF[plan_engine]
+            out[engine] = out.get(engine, 0) + busy
+        return out
+
+    @property
     def limiting_engine(self) -> str | None:
         """The simulated limiting engine, else the plan's (module docstring)."""
         if self.sim is not None:
@@ -476,9 +488,7 @@ def explain_sim(group: GroupEstimate, hw: ChipConfig | None = None) -> list[str]
         head + f" on tile {sim.slowest_tile} (plan {plan} cycles{change}), {sim.commands} commands",
         f"  {'engine':<6} {'plan busy':>11} {'sim busy':>10}  stalls",
     ]
-    planned: dict[str, int] = {}
-    for plan_engine, busy in group.engine_busy_cycles.items():
-        planned[SIM_ENGINE_OF[plan_engine]] = planned.get(SIM_ENGINE_OF[plan_engine], 0) + busy
+    planned = group.plan_busy_by_sim_engine
     for e in SIM_ENGINES:
         stalls = ", ".join(
             f"{reason} {cycles}" for reason, cycles in sim.stalls.get(e, {}).items() if cycles
