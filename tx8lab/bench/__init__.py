@@ -216,9 +216,10 @@ def main(argv: list[str] | None = None) -> int:
     _search_tables(args.quick)
     _cost_calibration()
     _minimalloc(quick=args.quick)
-    from tx8lab.bench.program import program_table
+    from tx8lab.bench.program import program_table, stream_table
 
     program_table(args.quick)
+    stream_table(args.quick)
     return 0
 
 

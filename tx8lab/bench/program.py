@@ -1,6 +1,8 @@
 """The executed program's table: per zoo model, emit + compile + execute time and commands.
 
-Also the time to play the program through the tile simulator and the kernel body it gives.
+Also the time to play the program through the tile simulator and the kernel body it gives,
+and (:func:`stream_table`) what a candidate's timing by the simulator costs on the large
+models: ``build_program``, ``program_streams`` and ``simulate`` apart.
 
 Each model runs the default pipeline, then ``tx8lab.core.execute.execute_module``
 compiles its main.c and runs it on the host model of the chip (outputs compared with the
@@ -78,4 +80,63 @@ def program_table(quick: bool) -> None:
         )
 
 
-__all__ = ["LARGE_CASES", "PROGRAM_CASES", "program_table"]
+#: The models of the stream table: (model, keyword arguments, skipped with --quick).
+STREAM_CASES: tuple[tuple[str, dict[str, Any], bool], ...] = (
+    ("resnet50", {}, False),
+    ("llama_decoder", {"layers": 2}, False),
+    ("llama_decoder", {"layers": 32}, True),
+)
+
+
+def stream_table(quick: bool) -> None:
+    """Print per model: pipeline, build_program, program_streams, simulate seconds.
+
+    Each is one run in this process (after the pipeline), so the figures include what a
+    first call pays; ``us/cmd`` is the three together per command of the program.
+    """
+    from tx8lab.core import zoo
+    from tx8lab.core.passes import build_pipeline
+    from tx8lab.core.program import build_program
+    from tx8lab.core.runner import run_pipeline
+    from tx8lab.core.simulate import program_streams
+    from tx8lab.hw import resolve_hw
+    from tx8lab.hw.sim import simulate
+
+    hw = resolve_hw([])
+    print("\nprogram -> simulator streams -> simulated run (one run each, seconds)")
+    head = (
+        f"{'model':34} {'pipeline':>9} {'build':>7} {'streams':>8} {'simulate':>9} "
+        f"{'3 steps':>8} {'total':>7} {'commands':>9} {'us/cmd':>7}"
+    )
+    print(head)
+    print("-" * len(head))
+    for name, kwargs, large in STREAM_CASES:
+        if quick and large:
+            continue
+        label = name + (
+            "(" + ",".join(f"{k}={v}" for k, v in kwargs.items()) + ")" if kwargs else ""
+        )
+        module = zoo.build(name, **kwargs)
+        start = time.perf_counter()
+        steps = list(run_pipeline(module, build_pipeline(None, {}), hw))
+        scheduled = steps[-1].result.module
+        pipeline_s = time.perf_counter() - start
+        start = time.perf_counter()
+        program = build_program(scheduled, hw)
+        build_s = time.perf_counter() - start
+        start = time.perf_counter()
+        streams = program_streams(program, scheduled, hw)
+        streams_s = time.perf_counter() - start
+        start = time.perf_counter()
+        simulate(streams, hw)
+        sim_s = time.perf_counter() - start
+        three = build_s + streams_s + sim_s
+        commands = program.num_commands
+        print(
+            f"{label:34} {pipeline_s:>9.2f} {build_s:>7.2f} {streams_s:>8.2f} {sim_s:>9.2f} "
+            f"{three:>8.2f} {pipeline_s + three:>7.2f} {commands:>9} "
+            f"{three / max(1, commands) * 1e6:>7.1f}"
+        )
+
+
+__all__ = ["LARGE_CASES", "PROGRAM_CASES", "STREAM_CASES", "program_table", "stream_table"]

@@ -91,6 +91,7 @@ class _Ranges:
         """id of a holder -> (the holder, its row-major strides): a tile's accesses to one
         lifetime share their holder object."""
         self.sizes: dict[str, int] = {}
+        self.seen: dict[tuple[str, int, int], Range] = {}
 
     def range(self, a: Access) -> Range | None:
         """:func:`byte_range` of ``a``."""
@@ -99,7 +100,7 @@ class _Ranges:
             if hi <= lo:
                 return None
         if a.layout != _TENSOR or a.gather_axis >= 0 or not window:
-            return _new_range(a.space, a.addr, a.addr + a.nbytes)
+            return self.interned(a.space, a.addr, a.addr + a.nbytes)
         size = self.sizes.get(a.dtype)
         if size is None:
             size = self.sizes[a.dtype] = max(1, bits_of(a.dtype) // 8)
@@ -113,7 +114,15 @@ class _Ranges:
         for (w0, w1), (h0, _), stride in zip(window, holder, got[1], strict=True):
             first += (w0 - h0) * stride
             last += (w1 - 1 - h0) * stride
-        return _new_range(a.space, a.addr + first * size, a.addr + (last + 1) * size)
+        return self.interned(a.space, a.addr + first * size, a.addr + (last + 1) * size)
+
+    def interned(self, space: str, lo: int, hi: int) -> Range:
+        """One ``Range`` object per distinct range (tiles touch the same SPM bytes)."""
+        key = (space, lo, hi)
+        got = self.seen.get(key)
+        if got is None:
+            got = self.seen[key] = _new_range(space, lo, hi)
+        return got
 
 
 class _Streams(_Ranges):

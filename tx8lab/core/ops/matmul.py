@@ -21,6 +21,7 @@ Readings chosen where the seed is vague:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -78,14 +79,7 @@ class _NeOp(OpDef):
         return a.shape[-1]
 
     def iter_dims(self, op: Op) -> tuple[IterDim, ...]:
-        out = op.results[0].type.shape
-        batch = tuple(IterDim(f"B{i}", d) for i, d in enumerate(out[:-2]))
-        return (
-            *batch,
-            IterDim("M", out[-2]),
-            IterDim("N", out[-1], "oc"),
-            IterDim("K", self.inner(op), "ic", shardable=False),
-        )
+        return _product_dims(op.results[0].type.shape, self.inner(op))
 
     def operand_dims(self, op: Op) -> tuple[DimMap, ...]:
         # batch dims broadcast like numpy; a = [.., M, K], b = [.., K, N]
@@ -226,3 +220,15 @@ class BatchMatMul(_NeOp):
 
     def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
         return (_matmul(f32(inputs[0]), f32(inputs[1])),)
+
+
+@functools.lru_cache(maxsize=1024)
+def _product_dims(out: tuple[int, ...], inner: int) -> tuple[IterDim, ...]:
+    """A product's iteration dims: batch dims, M, N (the channel), then K (the reduction)."""
+    batch = tuple(IterDim(f"B{i}", d) for i, d in enumerate(out[:-2]))
+    return (
+        *batch,
+        IterDim("M", out[-2]),
+        IterDim("N", out[-1], "oc"),
+        IterDim("K", inner, "ic", shardable=False),
+    )

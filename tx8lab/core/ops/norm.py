@@ -48,6 +48,7 @@ Readings chosen where the seed is vague:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -299,12 +300,7 @@ class BatchNorm_Inference(OpDef):
     def iter_dims(self, op: Op) -> tuple[IterDim, ...]:
         # seed 001: "input 只能在通道维度上 sharding", split only N, H, W ("只对 input 的 NHW
         # 进行 split")
-        dims = super().iter_dims(op)
-        last = len(dims) - 1
-        return tuple(
-            IterDim(d.name, d.size, d.loop, shardable=i == last, splittable=i != last)
-            for i, d in enumerate(dims)
-        )
+        return _channel_sharded(super().iter_dims(op))
 
     def tile_sharding_split(self, op: Op, param: ShardingSplitParam) -> list[ShardingSplitParam]:
         """Seed ``BatchNorm_InferenceOp::tileShardingSplit``: input, scale, offset, mean, var.
@@ -401,3 +397,13 @@ class BatchNorm_Inference(OpDef):
         eps = float(self.attr(op, "epsilon"))
         factor = scale / np.sqrt(var + eps)
         return (((x - mean) * factor + offset).astype(np.float32),)
+
+
+@functools.lru_cache(maxsize=1024)
+def _channel_sharded(dims: tuple[IterDim, ...]) -> tuple[IterDim, ...]:
+    """``dims`` with only the last (the channel) shardable and only the others splittable."""
+    last = len(dims) - 1
+    return tuple(
+        IterDim(d.name, d.size, d.loop, shardable=i == last, splittable=i != last)
+        for i, d in enumerate(dims)
+    )

@@ -79,6 +79,7 @@ Readings chosen where the seed is vague:
 from __future__ import annotations
 
 import enum
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -236,6 +237,12 @@ def value_bytes(shape: Sequence[int], dtype: str, layout: LayoutMode = LayoutMod
         >>> value_bytes((3,), "i1")
         3
     """
+    return _value_bytes(tuple(shape), dtype, layout)
+
+
+@functools.lru_cache(maxsize=65536)
+def _value_bytes(shape: tuple[int, ...], dtype: str, layout: LayoutMode) -> int:
+    # a pure function of small keys, asked for every slice of every candidate
     shape = tuple(int(d) for d in shape)
     try:
         bits = footprint_bits(shape, dtype, layout)
@@ -257,10 +264,32 @@ def broadcast_map(shape: Sequence[int], out: Sequence[int]) -> DimMap:
         >>> broadcast_map((1, 1, 1, 8), (2, 4, 4, 8)), broadcast_map((8,), (2, 4, 4, 8))
         ((None, None, None, 3), (3,))
     """
+    return _broadcast_map(tuple(shape), tuple(out))
+
+
+@functools.lru_cache(maxsize=16384)
+def _broadcast_map(shape: tuple[int, ...], out: tuple[int, ...]) -> DimMap:
     offset = len(out) - len(shape)
     return tuple(
         i + offset if i + offset >= 0 and d == out[i + offset] and d != 1 else None
         for i, d in enumerate(shape)
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _default_iter_dims(shape: tuple[int, ...]) -> tuple[IterDim, ...]:
+    """:meth:`OpDef.iter_dims` by default: result 0's dims, the last the channel."""
+    return tuple(
+        IterDim(f"d{i}", d, "oc" if i == len(shape) - 1 else "nh") for i, d in enumerate(shape)
+    )
+
+
+@functools.lru_cache(maxsize=16384)
+def _result_dims(sizes: tuple[int, ...], shapes: tuple[tuple[int, ...], ...]) -> tuple[DimMap, ...]:
+    """:meth:`OpDef.result_dims` by default: result dim ``i`` follows iteration dim ``i``."""
+    return tuple(
+        tuple(i if i < len(sizes) and d == sizes[i] else None for i, d in enumerate(shape))
+        for shape in shapes
     )
 
 
@@ -474,10 +503,7 @@ class OpDef:
 
         Default: result 0's dims, the last one the channel (loop ``oc``), no reduction.
         """
-        shape = op.results[0].type.shape if op.results else ()
-        return tuple(
-            IterDim(f"d{i}", d, "oc" if i == len(shape) - 1 else "nh") for i, d in enumerate(shape)
-        )
+        return _default_iter_dims(op.results[0].type.shape if op.results else ())
 
     def operand_dims(self, op: Op) -> tuple[DimMap, ...]:
         """For each operand dim, the iteration dim it follows (None: taken whole).
@@ -492,11 +518,8 @@ class OpDef:
 
         Default: dim ``i`` follows iteration dim ``i`` where their sizes agree.
         """
-        sizes = [d.size for d in self.iter_dims(op)]
-        return tuple(
-            tuple(i if i < len(sizes) and d == sizes[i] else None for i, d in enumerate(shape))
-            for shape in (r.type.shape for r in op.results)
-        )
+        sizes = tuple(d.size for d in self.iter_dims(op))
+        return _result_dims(sizes, tuple(r.type.shape for r in op.results))
 
     def check_strategy(self, op: Op, strategy: OpStrategy) -> tuple[IterDim, ...]:
         """The op's iteration dims, after checking ``strategy`` against them.
@@ -506,12 +529,12 @@ class OpDef:
                 the message names the op and the dim.
         """
         dims = self.iter_dims(op)
-        names = ", ".join(f"{d.name}={d.size}" for d in dims)
         fields = [("shard", strategy.shard), ("split", strategy.split)]
         if strategy.chips:
             fields.append(("chips", strategy.chips))
         for field, values in fields:
             if len(values) != len(dims):
+                names = ", ".join(f"{d.name}={d.size}" for d in dims)
                 raise self.fail(
                     f"{op.label}: {field} {tuple(values)} has {len(values)} entries but the "
                     f"op has {len(dims)} iteration dims ({names})"
@@ -521,14 +544,17 @@ class OpDef:
                     raise self.fail(
                         f"{op.label}: {field} of dim {dim.name} must be an int >= 1, got {factor!r}"
                     )
-                allowed = {
-                    "shard": dim.shardable,
-                    "split": dim.splittable,
+                if factor == 1:
+                    continue
+                if field == "shard":
+                    allowed = dim.shardable
+                elif field == "split":
+                    allowed = dim.splittable
+                else:
                     # across chips: what tiles may cut, the batch (dim 0) of any op, and
                     # a reduction (the chips' partial sums are all-reduced after the group)
-                    "chips": dim.shardable or dim.reduce or dim is dims[0],
-                }[field]
-                if factor > 1 and not allowed:
+                    allowed = dim.shardable or dim.reduce or dim is dims[0]
+                if not allowed:
                     how = {
                         "shard": "sharded across tiles",
                         "split": "split in time",

@@ -507,31 +507,42 @@ def _reset(st: OpStrategy, roots: Sequence[tuple[int, int]], slot: LoopSlot) -> 
     return OpStrategy(st.shard, split, st.chips)
 
 
-def _operand_varies(op: Op, plan: OpPlan, index: int, slots: Sequence[LoopSlot]) -> frozenset[int]:
+def _slot_slice(
+    op: Op, plan: OpPlan, k: int, slots: Sequence[LoopSlot], memo: dict[tuple[int, int], SliceShape]
+) -> SliceShape:
+    """``op``'s slice with the splits loop ``k`` counts set to 1 (kept in ``memo``)."""
+    got = memo.get((op.id, k))
+    if got is None:
+        st = _reset(plan.strategy, plan.roots, slots[k])
+        got = memo[(op.id, k)] = get_op_def(op.kind).temporal_slice_shape(op, st)
+    return got
+
+
+def _operand_varies(
+    op: Op,
+    plan: OpPlan,
+    index: int,
+    slots: Sequence[LoopSlot],
+    memo: dict[tuple[int, int], SliceShape],
+) -> frozenset[int]:
     """Loops (slot indices) whose chunk changes operand ``index``'s slice."""
-    entry = get_op_def(op.kind)
     base = plan.slice.operands[index]
     return frozenset(
-        k
-        for k in plan.slots
-        if entry.temporal_slice_shape(op, _reset(plan.strategy, plan.roots, slots[k])).operands[
-            index
-        ]
-        != base
+        k for k in plan.slots if _slot_slice(op, plan, k, slots, memo).operands[index] != base
     )
 
 
-def _result_varies(op: Op, plan: OpPlan, index: int, slots: Sequence[LoopSlot]) -> frozenset[int]:
+def _result_varies(
+    op: Op,
+    plan: OpPlan,
+    index: int,
+    slots: Sequence[LoopSlot],
+    memo: dict[tuple[int, int], SliceShape],
+) -> frozenset[int]:
     """Loops (slot indices) whose chunk changes result ``index``'s slice."""
-    entry = get_op_def(op.kind)
     base = plan.slice.results[index]
     return frozenset(
-        k
-        for k in plan.slots
-        if entry.temporal_slice_shape(op, _reset(plan.strategy, plan.roots, slots[k])).results[
-            index
-        ]
-        != base
+        k for k in plan.slots if _slot_slice(op, plan, k, slots, memo).results[index] != base
     )
 
 
@@ -572,6 +583,8 @@ class _Item:
 def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
     items: list[_Item] = []
     gathers = gather_readers(body.group, {i: p.slice for i, p in plan.ops.items()})
+    # each op's slice with one loop's splits undone, shared by its operands and results
+    memo: dict[tuple[int, int], SliceShape] = {}
     for op in body.ops:
         if op.kind in _LOADS:
             if op.attrs.get("bypasscodegen"):
@@ -585,7 +598,7 @@ def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
                 for user, j in readers:
                     got = plan.ops[user.id].slice.operands[j]
                     shape = tuple(max(a, b) for a, b in zip(shape, got, strict=True))
-                    varies |= _operand_varies(user, plan.ops[user.id], j, plan.slots)
+                    varies |= _operand_varies(user, plan.ops[user.id], j, plan.slots, memo)
             # a value some kernel overwrites is reloaded every time that op runs
             placed = varies.union(*(plan.ops[b.id].slots for b, _ in body.clobbers.get(key, ())))
             indices: list[ValueKey] = []
@@ -598,7 +611,7 @@ def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
                 if index_key in body.spm:
                     indices.append(index_key)
                     shapes[index_key] = plan.ops[picker.id].slice.operands[1]
-                placed |= _operand_varies(picker, plan.ops[picker.id], 1, plan.slots)
+                placed |= _operand_varies(picker, plan.ops[picker.id], 1, plan.slots, memo)
             items.append(
                 _Item(op, "ld", placed, indices, [key], shapes, value_varies={key: varies})
             )
@@ -609,7 +622,7 @@ def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
             prod, r = body.producer[key]
             if prod.id in plan.ops:
                 shape = plan.ops[prod.id].slice.results[r]
-                varies = _result_varies(prod, plan.ops[prod.id], r, plan.slots)
+                varies = _result_varies(prod, plan.ops[prod.id], r, plan.slots, memo)
             else:
                 load = next(it for it in items if it.op.id == prod.id)
                 shape, varies = load.shapes[key], load.varies
@@ -632,7 +645,7 @@ def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
                     notes.append(f"{_label(op)} reads operand {j} from DDR (no load)")
             writes = [r.key for r in op.results]
             shapes.update({r.key: p.slice.results[r.index] for r in op.results})
-            changes = {r.key: _result_varies(op, p, r.index, plan.slots) for r in op.results}
+            changes = {r.key: _result_varies(op, p, r.index, plan.slots, memo) for r in op.results}
             clobbers = [k for k in reads if any(b.id == op.id for b, _ in body.clobbers.get(k, ()))]
             items.append(
                 _Item(

@@ -582,6 +582,10 @@ class _Searcher:
         self.nodes = 0
         self.kernel_s = 0.0
         self.heuristics = [np.array(h, np.int64) for h in _HEURISTICS]
+        self.answers: dict[tuple[int, int, int], tuple[int, int, IntArray | None]] = {}
+        """(capacity, preorder, node limit) -> the kernel's (status, nodes visited, packing
+        if found). The kernel is a function of these (the instance is fixed), and the
+        descent asks the same ones again each time it restarts with a doubled budget."""
 
     def attempt(
         self, cap_units: int, node_budget: int, deadline: float
@@ -591,20 +595,27 @@ class _Searcher:
         limit = 2 * n
         used = 0
         while True:
-            for heur in self.heuristics:
+            for h, heur in enumerate(self.heuristics):
                 remaining = deadline - time.perf_counter()
                 if remaining <= 0 or used >= node_budget:
                     return "timeout", None
                 nodes = min(limit, node_budget - used)
                 if self.kernel_s > 0.05:  # keep inside the deadline at the measured rate
                     nodes = min(nodes, max(64, int(self.nodes / self.kernel_s * remaining)))
-                start = time.perf_counter()
-                status, visited = self.kernel(cap_units, *self.inst.arrays, heur, nodes, sol)
-                self.kernel_s += time.perf_counter() - start
+                answer = self.answers.get((cap_units, h, nodes))
+                if answer is None:
+                    start = time.perf_counter()
+                    status, visited = self.kernel(cap_units, *self.inst.arrays, heur, nodes, sol)
+                    self.kernel_s += time.perf_counter() - start
+                    # a found packing is all in ``sol`` (the kernel writes every buffer's)
+                    answer = (status, visited, sol.copy() if status == _FOUND else None)
+                    self.answers[(cap_units, h, nodes)] = answer
+                status, visited, packing = answer
                 used += visited
                 self.nodes += visited
                 if status == _FOUND:
-                    return "found", sol
+                    assert packing is not None
+                    return "found", packing.copy()
                 if status == _INFEASIBLE:
                     return "infeasible", None
             limit *= 2
