@@ -157,6 +157,24 @@ def test_iter_search_is_anytime() -> None:
     assert quick.pruned > 0
 
 
+def test_the_search_budget_counts_candidates_so_a_search_is_reproducible() -> None:
+    group = _groups(_grouped("tiny_transformer_block"))[1]
+    full = search_group(group, TX81, mode="exhaustive")
+    assert full.evaluated > 4
+    runs = [search_group(group, TX81, budget=4, budget_s=1000.0) for _ in range(2)]
+    # stops between candidates once 4 were evaluated (one fits: the default, first)
+    assert runs[0].evaluated == 4
+    assert runs[0].pruned > 0
+    rows = [[(c.index, c.status, c.cycles) for c in r.candidates] for r in runs]
+    assert rows[0] == rows[1]
+    assert runs[0].best is not None
+    assert runs[1].best is not None
+    assert runs[0].best.index == runs[1].best.index
+    # the wall-clock cap still ends a search when it is spent first
+    capped = search_group(group, TX81, budget=10_000, budget_s=0.0)
+    assert capped.evaluated < full.evaluated
+
+
 def test_search_errors_name_the_problem() -> None:
     group = _groups(_grouped("tiny_cnn"))[0]
     with pytest.raises(Tx8labError, match="unknown search mode 'fast'"):

@@ -316,6 +316,21 @@ def test_best_reports_a_proof_or_a_timeout() -> None:
         allocate(hard, 1_000_000, "best", time_limit_s=0.3)
 
 
+def test_a_node_budget_gives_the_same_packing_whatever_the_clock() -> None:
+    """``node_limit`` counts work: the result does not depend on the machine's speed."""
+    hard = read_problem(case_path("D")).lifetimes
+    runs = [allocate(hard, 1 << 20, "best", time_limit_s=60, node_limit=150_000) for _ in range(2)]
+    assert runs[0].offsets == runs[1].offsets
+    assert 0 < runs[0].nodes <= 150_000
+    assert runs[0].status == "feasible"  # D is not proven in so few nodes
+    # a larger budget searches on from the same start and is never worse
+    more = allocate(hard, 1 << 20, "best", time_limit_s=60, node_limit=600_000)
+    assert runs[0].nodes < more.nodes <= 600_000
+    assert more.peak_bytes <= runs[0].peak_bytes
+    with pytest.raises(Tx8labError, match=r"no packing found in 1 nodes .*At time step \d+"):
+        allocate(hard, 1_000_000, "best", time_limit_s=60, node_limit=1)
+
+
 def test_bad_input_is_named() -> None:
     with pytest.raises(Tx8labError, match="'a' appears twice"):
         allocate([Lifetime("a", 0, 1, 1), Lifetime("a", 1, 2, 1)], 8)
@@ -329,6 +344,8 @@ def test_bad_input_is_named() -> None:
         allocate([Lifetime("a", 0, 1, 1)], 8, alignments={"q": 4})
     with pytest.raises(Tx8labError, match="time_limit_s must be > 0"):
         allocate([Lifetime("a", 0, 1, 1)], 8, "best", time_limit_s=0)
+    with pytest.raises(Tx8labError, match="node_limit must be >= 1"):
+        allocate([Lifetime("a", 0, 1, 1)], 8, "best", node_limit=0)
 
 
 # --------------------------------------------------------------------------- CSV

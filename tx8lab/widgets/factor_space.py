@@ -61,6 +61,7 @@ from tx8lab.core.ops import get_op_def
 from tx8lab.core.passes.base import Step
 from tx8lab.core.schedule.search import (
     MODES,
+    SEARCH_BUDGET,
     SIMULATE_TOP,
     Candidate,
     SearchResult,
@@ -555,7 +556,8 @@ class FactorSpaceView(ipywidgets.VBox):  # type: ignore[misc]
                 group,
                 hw,
                 mode=mode,
-                budget_s=float(knobs.get("search_budget_s", 2.0)),
+                budget_s=float(knobs.get("search_budget_s", 10.0)),
+                budget=int(knobs.get("search_budget", SEARCH_BUDGET)),
                 multi_buffer=multi_buffer,
                 retract=retract,
                 timer=simulate_schedule if top else None,

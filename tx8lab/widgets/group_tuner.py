@@ -6,9 +6,9 @@ re-estimate should take at most 100 ms, measured in ``make bench``).
 :class:`~tx8lab.core.runner.Explorer`: a group-cost knob re-schedules every group of the
 model. The tuner is the scoped view: controls for the knobs that change one
 group's cost (group-cost's ``multi_buffer``, ``retract``, ``alloc``,
-``alloc_time_limit_s``, ``search``, ``search_budget_s``; the hardware fields
-:data:`TUNER_HW_FIELDS`; a strategy picker over the group's search candidates), and a
-change re-runs only this group through
+``alloc_nodes``, ``alloc_time_limit_s``, ``search``, ``search_budget``, ``search_budget_s``;
+the hardware fields :data:`TUNER_HW_FIELDS`; a strategy picker over the group's search
+candidates), and a change re-runs only this group through
 :meth:`~tx8lab.core.passes.group_cost.GroupCost.schedule_one` (group-cost's own call: the
 strategy of its ``search`` mode through the recorded group pipeline), or
 :func:`~tx8lab.core.schedule.stages.run_group` of a forced candidate. The linked views
@@ -32,9 +32,9 @@ Readings chosen:
   new one each time ``search``/``exhaustive`` runs; when the step searched nothing, one
   ``search`` is run when the tuner opens). ``auto`` follows the ``search`` control; a
   forced candidate runs its strategy with the current knobs and hardware (its
-  ``multi_buffer`` replaced by the control's) and ignores ``search`` and
-  ``search_budget_s``. A new search replaces the list, and going back to a state (from the
-  cache) brings its search back; a forced pick goes back to ``auto`` when the list changes
+  ``multi_buffer`` replaced by the control's) and ignores ``search`` and its budgets. A
+  new search replaces the list, and going back to a state (from the cache) brings its
+  search back; a forced pick goes back to ``auto`` when the list changes
   (its index would name another candidate). The labels give each candidate's cycles as
   its search measured them (with that search's knobs and hardware).
 - **SPM Gantt**: one panel, the allocation of the ``alloc`` control (a second allocator,
@@ -111,8 +111,10 @@ TUNER_KNOBS: tuple[str, ...] = (
     "multi_buffer",
     "retract",
     "alloc",
+    "alloc_nodes",
     "alloc_time_limit_s",
     "search",
+    "search_budget",
     "search_budget_s",
     "simulate_top",
 )
@@ -529,6 +531,7 @@ class GroupTuner(ipywidgets.VBox):  # type: ignore[misc]
             self._hw_of(state),
             mode=mode,
             budget_s=float(self._knob(state, "search_budget_s")),
+            budget=int(self._knob(state, "search_budget")),
             multi_buffer=int(self._knob(state, "multi_buffer")),
             retract=bool(self._knob(state, "retract")),
             timer=gc.timer(),

@@ -40,9 +40,11 @@ Readings chosen:
   ``iter_dims`` order).
 - ``search`` is ``search`` by default (the seed's GroupCost loop over DataSplitNew's
   candidates); it never does worse than ``default`` (the default strategy is its first
-  candidate). Its budget and the allocator fallback are time limits, so a loaded machine
-  may stop a long search earlier: ``default`` or ``exhaustive`` are time-independent. The
-  search allocates with the seed's first fit (falling back to ``best`` on overflow); the
+  candidate). Its budget (``search_budget`` candidates) and the allocator's
+  (``alloc_nodes``) count work, so a loaded machine gives the same schedules; the
+  wall-clock caps ``search_budget_s`` and ``alloc_time_limit_s`` only end a search that
+  has not spent its work budget on a very slow machine or a huge group. The search
+  allocates with the seed's first fit (falling back to ``best`` on overflow); the
   chosen strategy is re-allocated with the ``alloc`` knob for the report. Report entries
   carry ``candidates_evaluated`` (1 for ``default`` and ``group_tag`` 2, 0 on a template hit),
   ``search_space_size`` and ``template_hit``.
@@ -90,8 +92,15 @@ from tx8lab.core.ir import Block, Module, Op
 from tx8lab.core.passes.base import Decision, Pass, PassContext, PassResult, knob
 from tx8lab.core.schedule.chip_cuts import ChipCut
 from tx8lab.core.schedule.estimate import GroupEstimate
-from tx8lab.core.schedule.search import MODES, ScheduledGroup, SearchResult, schedule_group
+from tx8lab.core.schedule.search import (
+    MODES,
+    SEARCH_BUDGET,
+    ScheduledGroup,
+    SearchResult,
+    schedule_group,
+)
 from tx8lab.core.schedule.stages import (
+    DEFAULT_ALLOC_NODES,
     GroupRun,
     GroupTimer,
     StageRecord,
@@ -123,8 +132,15 @@ class GroupCost(Pass):
         "best", "SPM allocator: seed (first fit by start time) or best", choices=("seed", "best")
     )
     """Which :func:`~tx8lab.core.schedule.spm_alloc.allocate` strategy places the buffers."""
-    alloc_time_limit_s: float = knob(1.0, "time limit per group for alloc=best", min=0.01)
-    """The best allocator is anytime: it keeps the best packing found within the limit."""
+    alloc_nodes: int = knob(
+        DEFAULT_ALLOC_NODES, "work budget per group for alloc=best (branch-and-bound nodes)", min=1
+    )
+    """The best allocator is anytime: it keeps the best packing found within the budget.
+    A budget of work, not seconds, so a group's packing is the same on a loaded machine."""
+    alloc_time_limit_s: float = knob(
+        10.0, "wall-clock cap per group for alloc=best (alloc_nodes ends it first)", min=0.01
+    )
+    """A cap on top of ``alloc_nodes`` for very large problems."""
     search: str = knob(
         "search",
         "strategy: default (one documented strategy), search (pruned, budgeted) or exhaustive",
@@ -132,8 +148,14 @@ class GroupCost(Pass):
     )
     """:func:`~tx8lab.core.schedule.search.search_group` mode (the seed's GroupCost loop);
     ``default`` schedules the one documented default strategy only."""
-    search_budget_s: float = knob(2.0, "time budget per searched group (search mode)", min=0.0)
-    """The search stops between candidates once this is spent and a candidate fits."""
+    search_budget: int = knob(
+        SEARCH_BUDGET, "candidates evaluated per searched group (search mode)", min=1
+    )
+    """The search stops between candidates once this many were evaluated and one fits."""
+    search_budget_s: float = knob(
+        10.0, "wall-clock cap per searched group (search_budget ends it first)", min=0.0
+    )
+    """A cap on top of ``search_budget`` (the group tuner's searches stay interactive)."""
     dp: int = knob(1, "chips in data parallel: dim 0 of each group output cut across them", min=1)
     """Seed ``chip_parallel`` dp dims; ``dp * tp`` must not exceed the preset's ``num_chips``."""
     tp: int = knob(1, "chips in tensor parallel: last dim cut, all-gathered after the group", min=1)
@@ -237,7 +259,12 @@ class GroupCost(Pass):
     def settings(self) -> StageSettings:
         """The stages' knobs of this pass (the allocator's first-fit fallback on)."""
         return StageSettings(
-            self.multi_buffer, self.retract, self.alloc, self.alloc_time_limit_s, best_fallback=True
+            self.multi_buffer,
+            self.retract,
+            self.alloc,
+            self.alloc_time_limit_s,
+            best_fallback=True,
+            alloc_nodes=self.alloc_nodes,
         )
 
     def _schedule(
@@ -382,6 +409,7 @@ class GroupCost(Pass):
             self.settings(),
             mode=self.search,
             budget_s=self.search_budget_s,
+            budget=self.search_budget,
             chips=cut,
             timer=self.timer(),
             simulate_top=max(self.simulate_top, 1),

@@ -22,7 +22,7 @@ Modes of :func:`search_group` / :func:`iter_search`:
 
 - ``default``: the default strategy only (group-cost's behaviour before the search).
 - ``exhaustive``: every candidate (refused above ``max_space`` candidates).
-- ``search``: the seed's order with pruning and a time budget (rules below).
+- ``search``: the seed's order with pruning and a work budget (rules below).
 
 Readings chosen where the seed is vague:
 
@@ -48,10 +48,11 @@ Readings chosen where the seed is vague:
   splits only add tasks). Without this, a small SPM
   leaves only the default strategy (which halves any dim) fitting.
 - **Allocator during the search.** ``seed`` (first fit, fast) for every candidate; when the
-  live bytes exceed the SPM and first fit overflows, ``best`` (branch and bound, limited by
-  ``alloc_time_limit_s``) decides; only when both fail is the status ``spm-overflow``. The
-  chosen candidate's allocation is made again with the caller's allocator for the report
-  (:func:`schedule_group`; its stages before spm-alloc are reused).
+  live bytes exceed the SPM and first fit overflows, ``best`` (branch and bound, limited to
+  ``alloc_nodes`` nodes, capped at ``alloc_time_limit_s``) decides; only when both fail is
+  the status ``spm-overflow``. The chosen candidate's allocation is made again with the
+  caller's allocator for the report (:func:`schedule_group`; its stages before spm-alloc
+  are reused).
 - **Split walk** (``search``): for one sharding vector, depths 0, 1, 2 ... until the first
   ``OK`` one, then deeper until ``SPLIT_PATIENCE`` (2) steps in a row do not beat the best
   of the walk (the seed stops at the first fit; a deeper split can pipeline better with
@@ -71,11 +72,15 @@ Readings chosen where the seed is vague:
   dim and hoist a reload, so the bound is not monotone in the depth. A
   level whose every vector is pruned, or whose candidates do not beat the best found
   before it, ends the search (later levels use fewer tiles).
-- **Time budget**: checked between candidates; the search stops when it is spent *and*
-  an ``OK`` candidate exists (a group is never left without a schedule by the budget).
-  With no ``OK`` candidate after ``NO_FIT_FACTOR`` times the budget (at least 1 s) it
-  stops with an error that names the group and the SPM (a tiny SPM made a search run for
-  minutes before).
+- **Budget**: ``budget`` candidates evaluated (run through the stages; duplicates and
+  pruned ones are not), checked between candidates; the search stops when it is spent
+  *and* an ``OK`` candidate exists (a group is never left without a schedule by the
+  budget). A budget of work, not seconds, so the same group gives the same result on a
+  loaded machine (DESIGN: budgets count work); ``budget_s`` is a wall-clock cap on top,
+  for interactive use, and makes the result load-dependent only when it ends the search
+  first. With no ``OK`` candidate after ``NO_FIT_FACTOR`` times either budget (the
+  clock's at least 1 s) it stops with an error that names the group and the SPM (a tiny
+  SPM made a search run for minutes before).
 - **Chips** (``chips``: group-cost's ``dp``/``tp``, a
   :class:`~tx8lab.core.schedule.chip_cuts.ChipCut`): every candidate, the default included,
   carries the group's chip cut (``OpStrategy.chips``); the tiles share one chip's piece.
@@ -166,6 +171,14 @@ DEFAULT_MAX_SPACE = 2000
 
 #: OK candidates the plan ranks best that the tile simulator then plays (with a timer).
 SIMULATE_TOP = 3
+
+#: Candidates a ``search`` evaluates before it stops (once one fits). The zoo's largest
+#: search (a resnet50 conv group) evaluates 81, so the budget ends none of the zoo's.
+SEARCH_BUDGET = 200
+
+#: Work budget of the ``best`` fallback per candidate (branch-and-bound nodes): the
+#: fallback needs a packing that fits, not the lowest peak.
+SEARCH_ALLOC_NODES = 100_000
 
 
 @dataclass(frozen=True)
@@ -458,8 +471,10 @@ class _Search:
         chips: ChipCut | None,
         timer: GroupTimer | None = None,
         simulate_top: int = SIMULATE_TOP,
+        budget: int | None = SEARCH_BUDGET,
     ) -> None:
         self.group, self.hw, self.mode, self.budget_s = group, hw, mode, budget_s
+        self.budget = budget
         self.settings, self.chips = settings, chips
         self.timer, self.simulate_top = timer, simulate_top
         self.plan_best: Candidate | None = None
@@ -525,8 +540,15 @@ class _Search:
     def best_cycles(self) -> int:
         return (self.best.cycles or 0) if self.best is not None else 0
 
+    def evaluated(self) -> int:
+        return sum(c.status != "duplicate" for c in self.rows)
+
     def spent(self) -> bool:
-        return self.searching and time.perf_counter() - self.start > self.budget_s
+        if not self.searching:
+            return False
+        if self.budget is not None and self.evaluated() >= self.budget:
+            return True
+        return time.perf_counter() - self.start > self.budget_s
 
     # -- one candidate
     def evaluate(
@@ -732,14 +754,17 @@ class _Search:
         if (
             self.mode == "search"
             and self.best is None
-            and elapsed > NO_FIT_FACTOR * max(self.budget_s, 1)
+            and (
+                elapsed > NO_FIT_FACTOR * max(self.budget_s, 1)
+                or (self.budget is not None and self.evaluated() >= NO_FIT_FACTOR * self.budget)
+            )
         ):
             raise Tx8labError(
                 f"group %{self.group.id}: no candidate fits in "
                 f"{self.hw.tile.spm_usable_bytes:,} B of usable SPM after {elapsed:.1f} s "
                 f"({len(self.rows)} of {self.size} candidates tried, the default strategy "
                 f"included: {self.rows[0].reason[:200]}); give the tile more SPM "
-                "(hw tile.spm_bytes), or raise search_budget_s to search longer"
+                "(hw tile.spm_bytes), or raise search_budget and search_budget_s to search longer"
             )
 
 
@@ -748,11 +773,13 @@ def iter_search(
     hw: ChipConfig,
     *,
     mode: str = "search",
-    budget_s: float = 2.0,
+    budget_s: float = 10.0,
+    budget: int | None = SEARCH_BUDGET,
     multi_buffer: int = 2,
     retract: bool = True,
     alloc: str = "seed",
     alloc_time_limit_s: float = 0.2,
+    alloc_nodes: int | None = SEARCH_ALLOC_NODES,
     max_space: int = DEFAULT_MAX_SPACE,
     chips: ChipCut | None = None,
     timer: GroupTimer | None = None,
@@ -771,10 +798,10 @@ def iter_search(
         raise Tx8labError(f"unknown search mode {mode!r}; use one of {MODES}")
     if group.kind != "tx8be.Group" or not group.regions:
         raise Tx8labError(f"search needs a tx8be.Group op with a body, got {group.label}")
-    settings = StageSettings(multi_buffer, retract, alloc, alloc_time_limit_s, best_fallback=True)
+    settings = StageSettings(multi_buffer, retract, alloc, alloc_time_limit_s, True, alloc_nodes)
     if simulate_top < 1:
         raise Tx8labError(f"search: simulate_top={simulate_top}; simulate at least 1 candidate")
-    search = _Search(group, hw, mode, budget_s, settings, chips, timer, simulate_top)
+    search = _Search(group, hw, mode, budget_s, settings, chips, timer, simulate_top, budget)
     if mode == "exhaustive" and search.size > max_space:
         raise Tx8labError(
             f"group %{group.id}: exhaustive search over {search.size} candidates exceeds "
@@ -804,11 +831,13 @@ def search_group(
     hw: ChipConfig,
     *,
     mode: str = "search",
-    budget_s: float = 2.0,
+    budget_s: float = 10.0,
+    budget: int | None = SEARCH_BUDGET,
     multi_buffer: int = 2,
     retract: bool = True,
     alloc: str = "seed",
     alloc_time_limit_s: float = 0.2,
+    alloc_nodes: int | None = SEARCH_ALLOC_NODES,
     max_space: int = DEFAULT_MAX_SPACE,
     chips: ChipCut | None = None,
     timer: GroupTimer | None = None,
@@ -824,10 +853,12 @@ def search_group(
         hw,
         mode=mode,
         budget_s=budget_s,
+        budget=budget,
         multi_buffer=multi_buffer,
         retract=retract,
         alloc=alloc,
         alloc_time_limit_s=alloc_time_limit_s,
+        alloc_nodes=alloc_nodes,
         max_space=max_space,
         chips=chips,
         timer=timer,
@@ -875,7 +906,8 @@ def schedule_group(
     settings: StageSettings,
     *,
     mode: str = "search",
-    budget_s: float = 2.0,
+    budget_s: float = 10.0,
+    budget: int | None = SEARCH_BUDGET,
     chips: ChipCut | None = None,
     timer: GroupTimer | None = None,
     simulate_top: int = SIMULATE_TOP,
@@ -913,6 +945,7 @@ def schedule_group(
         hw,
         mode=mode,
         budget_s=budget_s,
+        budget=budget,
         multi_buffer=settings.multi_buffer,
         retract=settings.retract,
         chips=chips,

@@ -689,13 +689,16 @@ def iter_allocations(
     *,
     time_limit_s: float = DEFAULT_TIME_LIMIT_S,
     alignments: Mapping[str, int] | None = None,
+    node_limit: int | None = None,
 ) -> Iterator[Allocation]:
     """The ``best`` search, yielding each better packing as soon as it is found.
 
     The first result is the lowest-peak greedy packing when it fits, then each packing
     with a lower peak; a last result repeats the best one when the search proved more
     about it (``status`` or ``proven_bound_bytes`` changed). Stops when the peak is proven
-    minimal or ``time_limit_s`` is spent (the one-time numba compile is not counted).
+    minimal, ``node_limit`` branch-and-bound nodes have been visited (a work budget: the
+    same problem and limit give the same packing on any machine) or ``time_limit_s`` is
+    spent (a wall-clock cap; the one-time numba compile is not counted).
 
     Raises:
         Tx8labError: bad input, or no packing within ``capacity`` (proven, or none found
@@ -705,6 +708,9 @@ def iter_allocations(
     aligned = _check_inputs(lts, capacity, alignments)
     if not time_limit_s > 0:
         raise Tx8labError(f"time_limit_s must be > 0, not {time_limit_s}")
+    if node_limit is not None and node_limit < 1:
+        raise Tx8labError(f"node_limit must be >= 1 (or None for no limit), not {node_limit}")
+    node_cap = _INF if node_limit is None else node_limit
     if any(_is_live(lt) for lt in lts):
         _kernel()
     start = time.perf_counter()
@@ -752,8 +758,13 @@ def iter_allocations(
     searcher = _Searcher(inst)
     n = len(inst.live)
 
+    def spent() -> bool:
+        assert searcher is not None
+        return time.perf_counter() >= deadline or searcher.nodes >= node_cap
+
     def attempt(cap_bytes: int, budget: int) -> str:
         assert searcher is not None
+        budget = min(budget, node_cap - searcher.nodes)
         status, sol = searcher.attempt(cap_bytes // unit, budget, deadline)
         if status == "found":
             assert sol is not None
@@ -778,6 +789,8 @@ def iter_allocations(
                 "the search proved that no packing fits"
                 if status == "infeasible"
                 else f"no packing found in {time_limit_s:g} s"
+                if searcher.nodes < node_cap
+                else f"no packing found in {node_limit:,} nodes"
             )
             peak, instant = peak_moment(lts, greedy_offsets)
             raise _does_not_fit(
@@ -793,10 +806,10 @@ def iter_allocations(
         yield last
     # Descend: search again under a smaller capacity; skip capacities that stall.
     budget = 64 * n
-    while inc.peak > inc.proven and time.perf_counter() < deadline:
+    while inc.peak > inc.proven and not spent():
         stalls = 0
         cap_bytes = inc.peak
-        while inc.peak > inc.proven and time.perf_counter() < deadline and stalls < _MAX_STALLS:
+        while inc.peak > inc.proven and not spent() and stalls < _MAX_STALLS:
             step = max(unit, (inc.peak - inc.proven) // 64 // unit * unit)
             cap_bytes = min(cap_bytes, inc.peak) - step
             if cap_bytes < inc.proven:
@@ -827,6 +840,7 @@ def allocate(
     *,
     alignments: Mapping[str, int] | None = None,
     on_improve: Callable[[Allocation], None] | None = None,
+    node_limit: int | None = None,
 ) -> Allocation:
     """Offsets for ``lifetimes`` within ``capacity`` bytes.
 
@@ -837,6 +851,9 @@ def allocate(
         time_limit_s: search time for ``best`` (it stops earlier once optimal).
         alignments: offset alignment per lifetime id (default 1).
         on_improve: called with each better packing ``best`` finds (anytime view).
+        node_limit: work budget of ``best`` in branch-and-bound nodes (None: no limit;
+            the time limit decides). With it, the packing does not depend on the
+            machine's speed unless ``time_limit_s`` runs out first.
 
     Raises:
         Tx8labError: bad input, or the buffers do not fit; the message lists the buffers
@@ -853,7 +870,11 @@ def allocate(
     if strategy == "best":
         last: Allocation | None = None
         for last in iter_allocations(
-            lifetimes, capacity, time_limit_s=time_limit_s, alignments=alignments
+            lifetimes,
+            capacity,
+            time_limit_s=time_limit_s,
+            alignments=alignments,
+            node_limit=node_limit,
         ):
             if on_improve is not None:
                 on_improve(last)
