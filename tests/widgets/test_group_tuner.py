@@ -194,17 +194,38 @@ def test_search_vs_exhaustive_vs_default() -> None:
 def test_views_are_updated_in_place(tuner: GroupTuner) -> None:
     tuner.set("group-cost.search", "default")
     view = tuner.schedule_view
-    timeline_fig, gantt_fig, factor_fig = (
+    timeline_fig, gantt_fig, factor_fig, sim_fig = (
         view.timeline_view.figure,
         view.gantt.figure,
         tuner.factor_figure,
+        tuner.sim_figure,
     )
     steps_before = view.timeline_view.steps
+    sim_title = sim_fig.layout.title.text
     tuner.set("hw.tile.spm_bytes", SMALL_SPM)
     # the same widgets, with the new schedule
     assert view.timeline_view.figure is timeline_fig
     assert view.gantt.figure is gantt_fig
     assert tuner.factor_figure is factor_fig
+    assert tuner.sim_figure is sim_fig
+    # the simulated run of the new schedule, beside the plan
+    est = tuner.scheduled.estimate
+    assert sim_fig.layout.title.text != sim_title
+    assert f"{tuner.cycles:,} cycles (plan {est.plan_cycles:,})" in sim_fig.layout.title.text
+    played = tuner.scheduled.simulated
+    assert played is not None
+    bars = [t for t in sim_fig.data if (t.meta or {}).get("role") == "simulated"]
+    assert {e for t in bars for e in t.y} == {
+        e for e in played.busy if played.busy[e] and e != "kcore"
+    } | {"kcore"}
+    # plan only: the panel empties and says why; back: the run again, axes shown
+    tuner.set("group-cost.simulate_top", 0)
+    assert sim_fig.layout.title.text.startswith("not simulated")
+    assert not sim_fig.data
+    assert tuner.cycles == tuner.scheduled.estimate.plan_cycles
+    tuner.set("group-cost.simulate_top", 3)
+    assert sim_fig.data
+    assert sim_fig.layout.xaxis.visible is True
     assert view.timeline_view.timeline is tuner.scheduled.timeline
     assert view.timeline_view.steps == tuner.scheduled.timeline.steps != steps_before
     assert view.slider.max == tuner.scheduled.timeline.steps - 1

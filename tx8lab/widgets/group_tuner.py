@@ -41,6 +41,10 @@ Readings chosen:
   as ScheduleView.from_step draws, would run ``best`` again on every change). The
   timeline colours by IR op (``color_by="op"``: one trace per op, far fewer than one per
   Repeat iteration on a long pipeline, and the Gantt's colours).
+- **Simulated execution**: below the plan's timeline, the tile simulator's run of the
+  shown result (:func:`~tx8lab.widgets.timeline.simulated_figure`: per engine, stalls
+  shaded by reason), redrawn in place on every change; with ``simulate_top=0`` (plan only)
+  or a group the simulator cannot play, the panel is empty and its title says why.
 - **Chips**: a step run with ``dp * tp > 1`` is refused (the tuner schedules one chip's
   group; the chip cut and its keep-or-replicate choice stay group-cost's).
 - **A change that fails** (a value the knob or ChipConfig rejects, a forced candidate that
@@ -153,6 +157,31 @@ def _cycles_text(estimate: GroupEstimate) -> str:
     if estimate.sim is None:
         return f"{estimate.cycles:,} cycles (plan only)"
     return f"{estimate.cycles:,} cycles simulated (plan {estimate.plan_cycles:,})"
+
+
+def _sim_figure(run: GroupRun) -> go.Figure:
+    """The simulated execution of ``run``, or an empty panel titled with why there is none."""
+    played = run.simulated
+    if played is not None and played.result is not None:
+        est = run.estimate
+        fig = simulated_figure(
+            played.result,
+            title=f"simulated execution: {est.cycles:,} cycles (plan {est.plan_cycles:,}), "
+            f"limited by {played.limiting_engine or 'nothing'}",
+        )
+        # the panel is redrawn in place (layouts merge): undo the empty panel's settings
+        fig.update_xaxes(visible=True)
+        fig.update_yaxes(visible=True)
+        return fig
+    why = next((r.decisions for r in run.records if r.name == "simulate"), ())
+    fig = go.Figure()
+    fig.update_layout(
+        title="not simulated" + (f": {why[0]}" if why else " (plan only)"),
+        height=120,
+        xaxis={"visible": False},
+        yaxis={"visible": False},
+    )
+    return fig
 
 
 def _check_group(group: Any) -> Op:
@@ -304,6 +333,8 @@ class GroupTuner(ipywidgets.VBox):  # type: ignore[misc]
             cursor=0,
         )
         """Timeline and SPM Gantt of the shown result, one time cursor (redrawn in place)."""
+        self.sim_figure = go.FigureWidget(_sim_figure(sched))
+        """The simulator's run of the shown result (module docstring, redrawn in place)."""
         self.factor_figure = go.FigureWidget(factor_space_figure(self._search))
         """The factor space of the latest search, the shown candidate ringed (in place)."""
         self._bind_clicks()
@@ -316,6 +347,7 @@ class GroupTuner(ipywidgets.VBox):  # type: ignore[misc]
                 picker,
                 self.stages,
                 self.schedule_view,
+                self.sim_figure,
                 self.factor_figure,
             ],
             **kwargs,
@@ -464,9 +496,8 @@ class GroupTuner(ipywidgets.VBox):  # type: ignore[misc]
         if self.error:
             parts.append(f"<p style='color:#b00020'>{html.escape(self.error)}</p>")
         figures: list[Any] = [self.schedule_view.timeline_view.figure]
-        played = self.scheduled.simulated
-        if played is not None and played.result is not None:
-            figures.append(simulated_figure(played.result, title="simulated execution"))
+        if self.scheduled.simulated is not None:
+            figures.append(self.sim_figure)
         figures += [self.schedule_view.gantt.figure, self.factor_figure]
         for fig in figures:
             parts.append(go.Figure(fig).to_html(full_html=False, **kwargs))
@@ -651,6 +682,7 @@ class GroupTuner(ipywidgets.VBox):  # type: ignore[misc]
             timeline=timeline,
         )
         view._cursor_changed({"new": view.cursor})
+        _replace_figure(self.sim_figure, _sim_figure(s))
         # the factor space: a new search is a new figure; otherwise move the ring
         if self._search is not None and self._search is not self._shown_search:
             _replace_figure(self.factor_figure, factor_space_figure(self._search))
