@@ -167,6 +167,26 @@ def test_cursor_is_shared_between_timeline_gantt_and_graph() -> None:
     assert view.running_ops == []
 
 
+def test_schedule_view_shows_the_plan_beside_the_simulated_run() -> None:
+    steps = trace_of("tiny_cnn")
+    gc = next(s for s in steps if s.name == "group-cost")
+    sched = group_schedule(steps)
+    run = gc.result.artifacts["runs"][sched.group_id]
+    assert sched.simulated is not None
+    assert sched.simulated is run.simulated.result
+    view = ScheduleView.from_step(steps)
+    assert view.sim_figure is not None
+    assert view.children.index(view.timeline_view) < view.children.index(view.sim_figure)
+    title = view.sim_figure.layout.title.text
+    # the group's simulated cycles (group-cost's) beside the plan's makespan
+    assert f"{run.estimate.cycles:,} cycles (plan {sched.timeline.makespan:,})" in title
+    assert any((t.meta or {}).get("role") == "simulated" for t in view.sim_figure.data)
+    # group-cost without the simulator: the plan only, no panel
+    plan_only = trace_of("tiny_cnn", "group-cost.simulate_top=0")
+    assert group_schedule(plan_only).simulated is None
+    assert ScheduleView.from_step(plan_only).sim_figure is None
+
+
 def test_graph_view_colours_the_ops_running_at_the_cursor() -> None:
     steps = trace_of("tiny_cnn")
     sched = group_schedule(steps)

@@ -51,6 +51,7 @@ from tx8lab.core.schedule.stages import GroupRun
 from tx8lab.core.schedule.sw_pipeline import step_bounds
 from tx8lab.core.schedule.tasks import Buffer, ScheduleInput, Timeline
 from tx8lab.errors import Tx8labError
+from tx8lab.hw.sim import SimResult
 from tx8lab.widgets.overlays import PALETTE
 
 TimeAxis = Literal["steps", "cycles"]
@@ -66,6 +67,8 @@ class GroupSchedule:
     inp: ScheduleInput
     timeline: Timeline
     allocation: Allocation
+    simulated: SimResult | None = None
+    """The tile simulator's run of this schedule (None when group-cost ran plan only)."""
 
 
 def cost_step(step: Step | Sequence[Step], who: str) -> Step:
@@ -98,7 +101,14 @@ def group_schedule(step: Step | Sequence[Step], group_id: int | None = None) -> 
         known = ", ".join(f"%{g}" for g in sorted(runs))
         raise Tx8labError(f"group_schedule: %{group_id} was not scheduled; groups: {known}")
     run = runs[group_id]
-    return GroupSchedule(group_id, run.input, run.timeline, run.allocation)
+    played = run.simulated
+    return GroupSchedule(
+        group_id,
+        run.input,
+        run.timeline,
+        run.allocation,
+        played.result if played is not None else None,
+    )
 
 
 def compare_allocations(

@@ -8,7 +8,8 @@ iteration (``ne:%42[3]``); hover gives task id, IR op, engine, step, iteration, 
 cost formula. :class:`TimelineView` wraps it in a ``go.FigureWidget`` with a ``cursor`` trait;
 :class:`ScheduleView` holds a timeline and an :class:`~tx8lab.widgets.spm_gantt.SpmGantt` whose
 cursors are linked (``traitlets.link``) and, given a :class:`GraphView`, colours the ops whose
-tasks run at the cursor step.
+tasks run at the cursor step. Given the group's simulated run (``from_step`` takes group-cost's),
+it shows it under the plan's timeline (:func:`simulated_figure`).
 
 Readings chosen:
 
@@ -22,6 +23,11 @@ Readings chosen:
   command main.c issues for that slot on one tile (C function, SPM and DDR ranges with
   addresses, lifetimes and boxes, psum flags, a gather's indices): the timeline and the
   executed program side by side.
+- **Plan beside the simulated run.** The timeline is the compiler's plan (lock-step
+  frames, seed TS_SwPipeline); the simulated panel is the tile simulator's play of the
+  same group's commands (per engine, stalls shaded by reason) on its slowest tile. The
+  two have different time axes (a plan step has no single cycle in the simulated run),
+  so the cursor shades the plan and the Gantt only; the panel's title gives both totals.
 - **Ops at the cursor** in a GraphView: a category overlay named ``schedule`` (each op's
   engines at that step, e.g. ``ne``; ops of the group idle at that step ``idle``), added with
   ``GraphView.add_overlay`` so the drawing is re-coloured without a new layout. Task ops that
@@ -382,10 +388,22 @@ class ScheduleView(ipywidgets.VBox):  # type: ignore[misc]
         time_axis: TimeAxis = "steps",
         color_by: ColorBy = "iteration",
         cursor: int = 0,
+        simulated: SimResult | None = None,
         **kwargs: Any,
     ) -> None:
         self.timeline_view = TimelineView(timeline, color_by=color_by)
         """The timeline (its ``cursor`` is linked to this view's)."""
+        self.sim_figure: go.FigureWidget | None = None
+        """The simulated run under the timeline (None when none was given)."""
+        if simulated is not None:
+            plan = timeline.makespan
+            self.sim_figure = go.FigureWidget(
+                simulated_figure(
+                    simulated,
+                    title=f"simulated execution, tile {simulated.slowest_tile}: "
+                    f"{simulated.body_cycles:,} cycles (plan {plan:,})",
+                )
+            )
         self.gantt = SpmGantt(allocations, buffers, timeline=timeline, time_axis=time_axis)
         """The SPM Gantt (its ``cursor`` is linked to this view's)."""
         self.graph_view = graph_view
@@ -396,7 +414,10 @@ class ScheduleView(ipywidgets.VBox):  # type: ignore[misc]
         )  # fmt: skip
         self.info = ipywidgets.HTML()
         self._group_ops = sorted({t.op_id for t in timeline.tasks.values()})
-        children: list[Any] = [self.slider, self.info, self.timeline_view, self.gantt]
+        children: list[Any] = [self.slider, self.info, self.timeline_view]
+        if self.sim_figure is not None:
+            children.append(self.sim_figure)
+        children.append(self.gantt)
         super().__init__(children=children, **kwargs)
         self._links = [
             traitlets.link((self, "cursor"), (self.slider, "value")),
@@ -416,9 +437,13 @@ class ScheduleView(ipywidgets.VBox):  # type: ignore[misc]
         time_limit_s: float = 1.0,
         **kwargs: Any,
     ) -> ScheduleView:
-        """A group's timeline and SPM Gantt (allocators side by side) from a group-cost step."""
+        """A group's timeline, simulated run and SPM Gantt (allocators side by side).
+
+        From a group-cost step; the simulated panel when group-cost simulated the group.
+        """
         sched = group_schedule(step, group_id)
         allocs = compare_allocations(sched.allocation, strategies, time_limit_s)
+        kwargs.setdefault("simulated", sched.simulated)
         return cls(sched.timeline, allocs, sched.inp.buffers, **kwargs)
 
     @property
