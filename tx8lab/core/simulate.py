@@ -181,7 +181,7 @@ class _Streams(_Ranges):
             if cycles is None:
                 cycles = dma(name, moved, hw, active_tiles=tiles).cycles(hw)
                 self.cycles[dma_key] = cycles
-            return _new_sim(name, cycles, tuple(reads), tuple(writes), label, (), (), 1)
+            return _new_sim(name, cycles, tuple(reads), tuple(writes), label, (), (), 1, -1, 0)
         extents = tuple([hi - lo for lo, hi in c.box])
         law_key = (c.op_id, extents, tiles)
         cycles = self.cycles.get(law_key)
@@ -202,7 +202,7 @@ class _Streams(_Ranges):
             r = range_of(c.imm)
             if r is not None:
                 writes.append(r)
-        return _new_sim(engine, cycles, tuple(reads), tuple(writes), label, (), (), 1)
+        return _new_sim(engine, cycles, tuple(reads), tuple(writes), label, (), (), 1, -1, 0)
 
 
 def program_streams(

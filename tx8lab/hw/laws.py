@@ -25,8 +25,9 @@ The laws (time in seconds; :func:`cycles` turns it into clock cycles):
 - **TDMA** (GatherScatter): ``tdma_command_s + iterations * tdma_iteration_s + bytes /
   tdma_stream_bytes_per_s``: a fixed cost, one per inner iteration, and the SPM stream.
 - **NCC join**: ``join_s + participants * join_participant_s``.
-- **DTE** message: ``dte_send_s + bytes / noc_link_bytes_per_s``; the first message a tile
-  sends in a launch costs ``dte_first_message_s`` instead of ``dte_send_s``.
+- **DTE** message: ``dte_send_s + hops * noc_hop_s + bytes / noc_link_bytes_per_s``; the
+  first message a tile sends in a launch costs ``dte_first_message_s`` instead of
+  ``dte_send_s``; ``hops`` is 0 for a message with no route (the fitted rows).
 - **Launch**: ``launch_s`` per kernel launch (event minus kernel body), reported apart.
 
 Cycles round up as the plan's cost model does (``cost.to_cycles``), on the same granule
@@ -189,15 +190,21 @@ def join(participants: int, hw: ChipConfig) -> Timed:
     )
 
 
-def dte(num_bytes: int, hw: ChipConfig, *, first: bool = False) -> Timed:
-    """One tile-to-tile DTE message; ``first``: the tile's first send of the launch."""
+def dte(num_bytes: int, hw: ChipConfig, *, first: bool = False, hops: int = 0) -> Timed:
+    """One tile-to-tile DTE message; ``first``: the tile's first send of the launch.
+
+    ``hops``: mesh router hops of the route, each adding ``noc_hop_s`` (the board's
+    sends do not say how far they went, so the fitted fixed cost holds any hops of them).
+    """
     _whole(num_bytes, "bytes")
+    _whole(hops, "hops")
     fixed = hw.dte_first_message_s if first else hw.dte_send_s
-    s = fixed + num_bytes / hw.noc_link_bytes_per_s
+    s = fixed + hops * hw.noc_hop_s + num_bytes / hw.noc_link_bytes_per_s
     which = "first send" if first else "send"
+    hop_text = f" + {hops} hops x {hw.noc_hop_s * 1e9:,.0f} ns" if hops else ""
     return Timed(
         s,
-        f"DTE {which}: {fixed * 1e9:,.0f} ns + {num_bytes:,} B / "
+        f"DTE {which}: {fixed * 1e9:,.0f} ns{hop_text} + {num_bytes:,} B / "
         f"{hw.noc_link_bytes_per_s / 1e9:.3g} GB/s = {s * 1e9:,.0f} ns",
     )
 

@@ -26,6 +26,15 @@ The model:
 - **Stalls.** A gap before a command on its engine is "issue" while the command was not
   yet issued and "dependency" after; the kernel core's waits are "queue full", "join" and
   "barrier". An engine's busy time is the sum of its commands' times.
+- **NoC transfers.** A ``dte`` command with a ``dst_tile`` moves ``noc_bytes`` from its
+  tile's SPM to that tile's over the mesh (:mod:`tx8lab.hw.noc`: XY route, one link
+  direction per hop). Its time is the DTE law (``laws.dte``: the send's fixed cost, the
+  hops' latency, the payload at one link's rate); the payload occupies every link of the
+  route for its serialisation time, and each link carries one payload at a time, so two
+  transfers that share a link take turns (stall "link" on the DTE engine, inside the
+  command). **A receive** (``recv``, ``after`` the send) stops the receiving tile's kernel
+  core until the payload has landed (stall "receive"), as the runtime's blocking receive
+  call does, so the tile's later commands see the data.
 - **Body and launch.** A tile's kernel body ends when its last command ends; the chip's is
   the slowest tile's. The launch / completion-event overhead (``launch_s``) is reported
   apart and never added to the body.
@@ -38,6 +47,11 @@ Readings chosen where the sources are vague:
   resolves by advancing every tile as far as it can.
 - DDR ranges order commands within a tile; across tiles only barriers and ``after`` do.
 - The DTE queue takes the NE/CT/DMA depth (no source gives one).
+- **Link arbitration.** Links are granted in the order the simulator meets the transfers
+  (tile by tile, each as far as it can go), each transfer taking the earliest window in
+  which every link of its route is free for its payload: a fixed priority, not the
+  router's arbitration (not published). Cut-through: the payload holds all its links for
+  the same window (a wormhole flit stream), after the send's fixed cost and the hops.
 """
 
 from __future__ import annotations
@@ -50,16 +64,24 @@ from typing import Any
 
 from tx8lab._bulk import constructor, gc_paused
 from tx8lab.errors import Tx8labError
-from tx8lab.hw import laws
+from tx8lab.hw import laws, noc
 from tx8lab.hw.config import ChipConfig
 from tx8lab.hw.cost import to_cycles
 
 #: Engines that run commands, in report order; ``kcore`` issues them.
 ENGINES: tuple[str, ...] = ("ne", "ct", "rdma", "wdma", "tdma", "dte")
 #: Kernel-core control commands.
-CONTROL: tuple[str, ...] = ("join", "barrier")
+CONTROL: tuple[str, ...] = ("join", "barrier", "recv")
 #: Stall reasons.
-REASONS: tuple[str, ...] = ("issue", "dependency", "queue full", "join", "barrier")
+REASONS: tuple[str, ...] = (
+    "issue",
+    "dependency",
+    "queue full",
+    "join",
+    "barrier",
+    "receive",
+    "link",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +111,10 @@ class SimCommand:
     """A join: the engines it waits for (empty: all)."""
     participants: int = 1
     """A join: the workers / engines it joins (its law's count)."""
+    dst_tile: int = -1
+    """A ``dte`` NoC transfer: the tile it sends to (-1: a message with no payload route)."""
+    noc_bytes: int = 0
+    """A NoC transfer: the payload bytes that cross the route's links."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +128,21 @@ class Timing:
     start: int
     end: int
     label: str = ""
+    link_wait: int = 0
+    """A NoC transfer: cycles it waited, between ``start`` and ``end``, for its links."""
+
+
+@dataclass(frozen=True, slots=True)
+class LinkUse:
+    """One payload on one link direction."""
+
+    start: int
+    end: int
+    tile: int
+    """The sending tile."""
+    index: int
+    """The send command's index in its tile's stream."""
+    num_bytes: int
 
 
 @dataclass
@@ -125,6 +166,16 @@ class SimResult:
     tiles: Mapping[int, TileRun]
     clock_hz: float
     launch_cycles: int
+    links: Mapping[noc.Link, tuple[LinkUse, ...]] = field(default_factory=dict)
+    """Every used link direction's payloads, by start (NoC transfers only)."""
+
+    def link_busy(self) -> dict[noc.Link, int]:
+        """Link direction -> cycles it carried payload."""
+        return {k: sum(u.end - u.start for u in v) for k, v in self.links.items()}
+
+    def link_bytes(self) -> dict[noc.Link, int]:
+        """Link direction -> payload bytes it carried."""
+        return {k: sum(u.num_bytes for u in v) for k, v in self.links.items()}
 
     @property
     def body_cycles(self) -> int:
@@ -183,6 +234,44 @@ class _Tile:
     sorted by end."""
     barriers: int = 0
     run: TileRun = field(default_factory=lambda: TileRun(-1))
+    transfers: dict[int, tuple[tuple[noc.Link, ...], int]] = field(default_factory=dict)
+    """Index of a NoC transfer -> (its route, its payload's serialisation cycles)."""
+
+
+class _Links:
+    """Each link direction's granted payload windows (module docstring, arbitration)."""
+
+    def __init__(self) -> None:
+        self.busy: dict[noc.Link, list[tuple[int, int]]] = {}
+        self.uses: dict[noc.Link, list[LinkUse]] = {}
+
+    def grant(
+        self, route: tuple[noc.Link, ...], earliest: int, cycles: int, use: tuple[int, int, int]
+    ) -> int:
+        """The first start >= ``earliest`` with every link of ``route`` free for ``cycles``.
+
+        The window is then taken on each link. ``use``: (tile, index, bytes).
+        """
+        start = earliest
+        if cycles <= 0:
+            return start
+        moved = True
+        while moved:
+            moved = False
+            for link in route:
+                for lo, hi in self.busy.get(link, ()):
+                    if lo < start + cycles and start < hi:
+                        start, moved = hi, True
+        tile, index, num_bytes = use
+        for link in route:
+            insort(self.busy.setdefault(link, []), (start, start + cycles))
+            self.uses.setdefault(link, []).append(
+                LinkUse(start, start + cycles, tile, index, num_bytes)
+            )
+        return start
+
+    def result(self) -> dict[noc.Link, tuple[LinkUse, ...]]:
+        return {k: tuple(sorted(v, key=lambda u: u.start)) for k, v in sorted(self.uses.items())}
 
 
 def _overlap_end(
@@ -251,6 +340,13 @@ def _simulate(
                     f"simulate: tile {st.tile} command {i} ({c.label or 'unlabelled'}) has "
                     f"engine {c.engine!r}; use one of {', '.join((*ENGINES, *CONTROL))}"
                 )
+            if c.dst_tile >= 0:
+                st.transfers[i] = _transfer(st.tile, i, c, hw)
+            if c.engine == "recv" and not c.after:
+                raise Tx8labError(
+                    f"simulate: tile {st.tile} command {i} ({c.label or 'recv'}) receives "
+                    "from no send; give it after=((sending tile, send index),)"
+                )
             for tile, index in c.after:
                 if tile not in states or not 0 <= index < len(states[tile].commands):
                     raise Tx8labError(
@@ -267,10 +363,11 @@ def _simulate(
                 barrier_tiles[k].append(st.tile)
                 k += 1
     arrived: dict[int, dict[int, int]] = {}
+    links = _Links()
     while True:
         progressed = False
         for st in states.values():
-            progressed |= _advance(st, states, depth, issue, arrived)
+            progressed |= _advance(st, states, depth, issue, arrived, links)
         waiting = [st for st in states.values() if st.pos < len(st.commands)]
         if not waiting:
             break
@@ -307,7 +404,31 @@ def _simulate(
         for e in ("kcore", *ENGINES):
             run.stalls.setdefault(e, {})
         runs[st.tile] = run
-    return SimResult(runs, hw.clock_hz, launches * to_cycles(hw.launch_s, hw))
+    return SimResult(runs, hw.clock_hz, launches * to_cycles(hw.launch_s, hw), links.result())
+
+
+def _transfer(
+    tile: int, index: int, c: SimCommand, hw: ChipConfig
+) -> tuple[tuple[noc.Link, ...], int]:
+    """A NoC transfer's route and payload cycles; an error naming the command if bad."""
+    where = f"simulate: tile {tile} command {index} ({c.label or 'unlabelled'})"
+    if c.engine != "dte":
+        raise Tx8labError(f"{where}: only a dte command can send to a tile (dst_tile)")
+    if c.dst_tile == tile:
+        raise Tx8labError(f"{where} sends to its own tile {tile}; drop dst_tile for a local copy")
+    if c.noc_bytes < 0:
+        raise Tx8labError(f"{where}: noc_bytes={c.noc_bytes}; a payload has >= 0 bytes")
+    try:
+        route = noc.route(tile, c.dst_tile, hw)
+    except Tx8labError as exc:
+        raise Tx8labError(f"{where}: {exc}") from None
+    cycles = to_cycles(c.noc_bytes / hw.noc_link_bytes_per_s, hw)
+    if cycles > c.cycles:
+        raise Tx8labError(
+            f"{where}: its {c.cycles} cycles are less than its payload's {cycles} on a link; "
+            "time it with laws.dte"
+        )
+    return route, cycles
 
 
 def _advance(
@@ -316,6 +437,7 @@ def _advance(
     depth: Mapping[str, int],
     issue: int,
     arrived: dict[int, dict[int, int]],
+    links: _Links,
 ) -> bool:
     """Run ``st`` until it ends or waits on another tile; whether it moved."""
     moved = False
@@ -329,6 +451,18 @@ def _advance(
             # the tile's own commands end first: what it wrote is what others read next
             arrived.setdefault(st.barriers, {})[st.tile] = max(st.t, *st.last_end.values(), 0)
             return moved
+        if c.engine == "recv":
+            ready = max(states[t].ends[i] for t, i in c.after)
+            _add(kstall, "receive", max(0, ready - st.t))
+            begin = max(st.t, ready)
+            end = begin + c.cycles
+            _add(run.busy, "kcore", c.cycles)
+            run.timings.append(Timing(st.pos, "recv", begin, end, begin, end, c.label))
+            st.ends.append(end)
+            st.t = end
+            st.pos += 1
+            moved = True
+            continue
         if c.engine == "join":
             engines = c.waits or ENGINES
             ready = max((st.last_end.get(e, 0) for e in engines), default=0)
@@ -368,6 +502,16 @@ def _advance(
         stalls = run.stalls.get(e)
         if stalls is None:
             stalls = run.stalls[e] = {}
+        wait = 0
+        if st.transfers:
+            got = st.transfers.get(st.pos)
+            if got is not None:
+                route, payload = got
+                head = end - payload  # the send's fixed cost and the hops come first
+                wait = links.grant(route, head, payload, (st.tile, st.pos, c.noc_bytes)) - head
+                if wait:
+                    end += wait
+                    stalls["link"] = stalls.get("link", 0) + wait
         waited = min(issued, start) - free  # the engine idle before the command was issued
         if waited > 0:
             stalls["issue"] = stalls.get("issue", 0) + waited
@@ -380,7 +524,7 @@ def _advance(
         last = st.last_end.get(e, 0)
         st.last_end[e] = end if end > last else last
         st.ends.append(end)
-        run.timings.append(_new_timing(st.pos, e, begin, issued, start, end, c.label))
+        run.timings.append(_new_timing(st.pos, e, begin, issued, start, end, c.label, wait))
         st.t = issued
         live = st.live
         if len(live) > 64:
@@ -479,11 +623,44 @@ class StreamBuilder:
         t = laws.tdma(iterations, inner_bytes, self.hw)
         return self._add(SimCommand("tdma", self._cyc(t), reads, writes, label or "tdma"))
 
-    def send(self, num_bytes: int, src: Range, label: str = "") -> int:
-        """A DTE message to another tile (the first one of the launch costs more)."""
-        t = laws.dte(num_bytes, self.hw, first=not self._sent)
+    def send(
+        self,
+        num_bytes: int,
+        src: Range,
+        label: str = "",
+        *,
+        tile: int | None = None,
+        to: int | None = None,
+    ) -> int:
+        """A DTE message (the first one of the launch costs more).
+
+        With ``tile`` (this stream's tile) and ``to`` (another tile), a NoC transfer of the
+        ``num_bytes`` payload over the route between them (module docstring); without, a
+        message timed by its law alone.
+        """
+        if (tile is None) != (to is None):
+            raise Tx8labError("StreamBuilder.send: give both tile= and to=, or neither")
+        hops = 0 if tile is None or to is None else noc.hops(tile, to, self.hw)
+        t = laws.dte(num_bytes, self.hw, first=not self._sent, hops=hops)
         self._sent = True
-        return self._add(SimCommand("dte", self._cyc(t), (src,), (), label or "send"))
+        return self._add(
+            SimCommand(
+                "dte",
+                self._cyc(t),
+                (src,),
+                (),
+                label or "send",
+                dst_tile=-1 if to is None else to,
+                noc_bytes=num_bytes if to is not None else 0,
+            )
+        )
+
+    def receive(self, tile: int, send: int, dst: Range | None = None, label: str = "") -> int:
+        """Wait for command ``send`` of ``tile`` (a NoC transfer to this tile) to land."""
+        writes = (dst,) if dst is not None else ()
+        return self._add(
+            SimCommand("recv", 0, (), writes, label or f"recv from tile {tile}", ((tile, send),))
+        )
 
     def join(self, participants: int = 1, waits: tuple[str, ...] = (), label: str = "") -> int:
         """An NCC join."""
@@ -503,6 +680,7 @@ __all__ = [
     "CONTROL",
     "ENGINES",
     "REASONS",
+    "LinkUse",
     "Range",
     "SimCommand",
     "SimResult",

@@ -229,6 +229,8 @@ STALL_BAR_COLORS: dict[str, str] = {
     "queue full": "#e45756",
     "join": "#eeca3b",
     "barrier": "#9d755d",
+    "receive": "#b279a2",
+    "link": "#54a24b",
 }
 
 

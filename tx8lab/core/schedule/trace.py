@@ -53,6 +53,8 @@ STALL_COLOURS: Mapping[str, str] = {
     "queue full": "terrible",
     "join": "yellow",
     "barrier": "olive",
+    "receive": "rail_response",
+    "link": "rail_animation",
 }
 
 GroupTimelines = Timeline | Mapping[int, Timeline]
@@ -304,19 +306,41 @@ def sim_events(result: SimResult, *, pid_base: int, offset_cycles: int = 0) -> l
         kcore = 0
         for t in run.timings:
             label = t.label or t.engine
-            if t.engine in ("join", "barrier"):
-                add(pid, "kcore", f"stall: {t.engine}", kcore, t.start, before=label)
+            if t.engine in ("join", "barrier", "recv"):
+                reason = "receive" if t.engine == "recv" else t.engine
+                add(pid, "kcore", f"stall: {reason}", kcore, t.start, before=label)
                 add(pid, "kcore", label, t.start, t.end, command=t.index)
                 kcore = t.end
                 continue
             prev = free.get(t.engine, 0)
             add(pid, t.engine, "stall: issue", prev, min(t.issue_end, t.start), before=label)
             add(pid, t.engine, "stall: dependency", max(prev, t.issue_end), t.start, before=label)
-            add(pid, t.engine, label, t.start, t.end, command=t.index)
+            # a NoC transfer's wait for its links is drawn at its start
+            add(pid, t.engine, "stall: link", t.start, t.start + t.link_wait, before=label)
+            add(pid, t.engine, label, t.start + t.link_wait, t.end, command=t.index)
             free[t.engine] = t.end
             add(pid, "kcore", "stall: queue full", kcore, t.issue_start, before=label)
             add(pid, "kcore", f"issue {label}", t.issue_start, t.issue_end, command=t.index)
             kcore = t.issue_end
+    if result.links:
+        pid = pid_base + len(result.tiles)
+        used = list(result.links)
+        names = [(i, f"link {a}->{b}") for i, (a, b) in enumerate(used)]
+        events.extend(_metadata(pid, "NoC links", names))
+        for i, link in enumerate(used):
+            for u in result.links[link]:
+                events.append(
+                    {
+                        "name": f"tile {u.tile} #{u.index}",
+                        "cat": "noc",
+                        "ph": "X",
+                        "ts": _us(offset_cycles + u.start, clock),
+                        "dur": _us(u.end - u.start, clock),
+                        "pid": pid,
+                        "tid": i,
+                        "args": {"link": list(link), "bytes": u.num_bytes, "command": u.index},
+                    }
+                )
     return events
 
 
