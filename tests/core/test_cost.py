@@ -246,4 +246,4 @@ def test_calibration_figures() -> None:
     assert rows[-1]["modelled_ms"] == max(row["modelled_ms"] for row in rows)
     default = next(row for row in rows if row["case"] == "default strategy, busiest engine")
     assert default["limiting_engine"] == "ld"
-    assert "STAGEIC2OC" in default["notes"]
+    assert "OCSPLIT" in default["notes"]

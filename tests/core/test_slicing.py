@@ -2,7 +2,7 @@
 
 ``tx8lab.core.schedule.slicing`` turns a group plus a strategy into the seed's init pipeline
 (getInitPipelineOps): load/compute/store Tasks in program order, Repeat nodes for the
-stages that loop (STAGEOC2NH > STAGEIC2OC > STAGEIC2IC), and the SPM buffers (value, imm,
+stages that loop (STAGEOC2NH > OCSPLIT > STAGEIC2IC), and the SPM buffers (value, imm,
 psum, in place). The default strategy must fit SPM on every group of every zoo model.
 """
 

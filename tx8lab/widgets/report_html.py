@@ -24,7 +24,7 @@ Readings chosen:
   view's rule), so a big model stays one readable drawing.
 - **Group table** rows are the report's groups (``report["groups"]``), in program order:
   id, rule, ops (body op count, loads/stores included), tiles, cycles, SPM peak, limiting
-  engine and the loop counts above 1 (``STAGEIC2OC x4``). Without group-cost the cost
+  engine and the loop counts above 1 (``OCSPLIT x4``). Without group-cost the cost
   columns are empty and the page says the groups were not costed.
 - **Costliest groups** by ``cycles`` (ties: lower id first). The SPM Gantt compares the
   pipeline's allocation with the other strategy (:func:`compare_allocations`: ``seed``

@@ -2,8 +2,8 @@
 
 Spec: seed 001 "GroupCostPass" / "DataSplitNewPass" (sharding is spatial, split temporal;
 ``DS_SlicePropagatePass`` relates a consumer's cut to its producers' through the op
-library; ``DS_UpdateSliceIRPass`` puts each op in a loop stage STAGEIC2IC / STAGEIC2OC /
-STAGEOC2NH by the reduce ops and counts each stage's loop), "TS_SwPipelinePass"
+library; ``DS_UpdateSliceIRPass`` puts each op in a loop stage by the reduce ops and
+counts each stage's loop), "TS_SwPipelinePass"
 (``getInitPipelineOps``: one list per stage, concatenated IC -> OC -> NH, a stage that loops
 becomes a ``Repeat`` node), "SPMAllocPass" (BufferLabel/ValueBuffer, ``isImm``, psum, in
 place) and the BatchNorm ``main.c`` (load -> compute -> store in a ``while`` loop).
@@ -23,13 +23,17 @@ Readings chosen where the seed is vague:
   loop is ``ic`` if any member is a reduction dim, else ``oc`` if any member is an op's
   channel, else ``nh``: an op feeding a reduce op has that reduce op's stage, which is
   DS_UpdateSliceIR's rule (ops between two reduce ops take the later one's stage).
-- **Stages.** ``ic`` is STAGEIC2IC (the reduction split in time: partial sums go from IC
-  to IC), ``oc`` STAGEIC2OC, ``nh`` STAGEOC2NH. Loops nest NH (outer) > OC > IC (inner),
-  the seed's IC -> OC -> NH concatenation read inside out. A stage's loop count is the
-  product of the splits of its group dims; a stage counting 1 has no loop. A partial sum
-  restarts when its loop index is back at 0, so a stage whose split dim an op sums over
-  may split no other group dim (one index cannot carry both chunk counts; nesting a loop
-  per group dim would lift this): such a strategy is an error naming both dims.
+- **Stages.** ``ic`` is STAGEIC2IC (the seed's label when an op's reduce dim is split:
+  here in time, partial sums go from IC to IC), ``nh`` STAGEOC2NH (the seed's default).
+  ``oc``, output channels split in time, has a name of its own, OCSPLIT: the seed's
+  STAGEIC2OC is the tensor-parallel reduction segment (an op with ``tpSplit > 1`` whose
+  tiles must then communicate), a spatial stage, not a loop of one tile. Loops nest NH
+  (outer) > OC > IC (inner), the seed's IC -> OC -> NH concatenation read inside out. A
+  stage's loop count is the product of the splits of its group dims; a stage counting 1
+  has no loop. A partial sum restarts when its loop index is back at 0, so a stage whose
+  split dim an op sums over may split no other group dim (one index cannot carry both
+  chunk counts; nesting a loop per group dim would lift this): such a strategy is an
+  error naming both dims.
 - **Reads of the whole.** A group dim that a compute op produces in pieces while another
   op reads the value whole along it (a MatMul's N feeding a Reshape that splits it into
   heads) cannot be sharded: a tile would need the other tiles' pieces. It can be split in
@@ -121,9 +125,10 @@ from tx8lab.hw.config import ChipConfig
 ValueKey = tuple[int, int, bool]
 Loop = Literal["nh", "oc", "ic"]
 
-#: Seed DS_UpdateSliceIR stage labels of the three loops.
+#: Stage labels of the three loops (seed DS_UpdateSliceIR's for ``nh`` and ``ic``; the
+#: output-channel loop's own, module docstring).
 STAGE_NH = "STAGEOC2NH"
-STAGE_OC = "STAGEIC2OC"
+STAGE_OC = "OCSPLIT"
 STAGE_IC = "STAGEIC2IC"
 #: Loop -> stage label.
 LOOP_STAGE: dict[Loop, str] = {"nh": STAGE_NH, "oc": STAGE_OC, "ic": STAGE_IC}

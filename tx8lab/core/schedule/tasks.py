@@ -79,7 +79,7 @@ class Task:
     writes: tuple[str, ...] = ()
     """Buffer ids written."""
     stage: str = ""
-    """Loop stage (seed STAGEIC2OC / STAGEIC2IC / STAGEOC2NH), "" outside loops."""
+    """Loop stage (STAGEOC2NH / OCSPLIT / STAGEIC2IC, ``slicing.LOOP_STAGE``), "" outside loops."""
     explain: str = ""
     """The cost formula with its numbers (``hw.cost.explain``)."""
 
