@@ -457,6 +457,11 @@ def _is_required(cls: type, name: str) -> bool:
     return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
 
 
+def element_bytes(dtype: str) -> int:
+    """Bytes one element of ``dtype`` occupies in SPM (an error naming an unknown type)."""
+    return _STORAGE_BITS[_check_dtype(dtype)] // 8
+
+
 def _check_dtype(dtype: str) -> str:
     if dtype not in _STORAGE_BITS:
         raise Tx8labError(f"unknown element type {dtype!r}: use one of {', '.join(_STORAGE_BITS)}")
