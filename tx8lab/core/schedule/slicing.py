@@ -523,32 +523,21 @@ def _slot_slice(
     return got
 
 
-def _operand_varies(
+def _varies(
     op: Op,
     plan: OpPlan,
     index: int,
     slots: Sequence[LoopSlot],
     memo: dict[tuple[int, int], SliceShape],
+    result: bool = False,
 ) -> frozenset[int]:
-    """Loops (slot indices) whose chunk changes operand ``index``'s slice."""
-    base = plan.slice.operands[index]
-    return frozenset(
-        k for k in plan.slots if _slot_slice(op, plan, k, slots, memo).operands[index] != base
-    )
+    """Loops (slot indices) whose chunk changes operand (``result``: result) ``index``'s slice."""
 
+    def piece(shape: SliceShape) -> Any:
+        return shape.results[index] if result else shape.operands[index]
 
-def _result_varies(
-    op: Op,
-    plan: OpPlan,
-    index: int,
-    slots: Sequence[LoopSlot],
-    memo: dict[tuple[int, int], SliceShape],
-) -> frozenset[int]:
-    """Loops (slot indices) whose chunk changes result ``index``'s slice."""
-    base = plan.slice.results[index]
-    return frozenset(
-        k for k in plan.slots if _slot_slice(op, plan, k, slots, memo).results[index] != base
-    )
+    base = piece(plan.slice)
+    return frozenset(k for k in plan.slots if piece(_slot_slice(op, plan, k, slots, memo)) != base)
 
 
 # ---------------------------------------------------------------- tasks and nesting
@@ -603,7 +592,7 @@ def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
                 for user, j in readers:
                     got = plan.ops[user.id].slice.operands[j]
                     shape = tuple(max(a, b) for a, b in zip(shape, got, strict=True))
-                    varies |= _operand_varies(user, plan.ops[user.id], j, plan.slots, memo)
+                    varies |= _varies(user, plan.ops[user.id], j, plan.slots, memo)
             # a value some kernel overwrites is reloaded every time that op runs
             placed = varies.union(*(plan.ops[b.id].slots for b, _ in body.clobbers.get(key, ())))
             indices: list[ValueKey] = []
@@ -616,7 +605,7 @@ def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
                 if index_key in body.spm:
                     indices.append(index_key)
                     shapes[index_key] = plan.ops[picker.id].slice.operands[1]
-                placed |= _operand_varies(picker, plan.ops[picker.id], 1, plan.slots, memo)
+                placed |= _varies(picker, plan.ops[picker.id], 1, plan.slots, memo)
             items.append(
                 _Item(op, "ld", placed, indices, [key], shapes, value_varies={key: varies})
             )
@@ -627,7 +616,7 @@ def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
             prod, r = body.producer[key]
             if prod.id in plan.ops:
                 shape = plan.ops[prod.id].slice.results[r]
-                varies = _result_varies(prod, plan.ops[prod.id], r, plan.slots, memo)
+                varies = _varies(prod, plan.ops[prod.id], r, plan.slots, memo, result=True)
             else:
                 load = next(it for it in items if it.op.id == prod.id)
                 shape, varies = load.shapes[key], load.varies
@@ -650,7 +639,9 @@ def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
                     notes.append(f"{_label(op)} reads operand {j} from DDR (no load)")
             writes = [r.key for r in op.results]
             shapes.update({r.key: p.slice.results[r.index] for r in op.results})
-            changes = {r.key: _result_varies(op, p, r.index, plan.slots, memo) for r in op.results}
+            changes = {
+                r.key: _varies(op, p, r.index, plan.slots, memo, result=True) for r in op.results
+            }
             clobbers = [k for k in reads if any(b.id == op.id for b, _ in body.clobbers.get(k, ()))]
             items.append(
                 _Item(
