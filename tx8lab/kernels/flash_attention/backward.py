@@ -64,7 +64,12 @@ from tx8lab.kernels.flash_attention.stream import (
     run_tiles,
 )
 from tx8lab.kernels.flash_attention.templates import choose_backward_template
-from tx8lab.kernels.flash_attention.timeline import FaConfig, check_config, split_units
+from tx8lab.kernels.flash_attention.timeline import (
+    FaConfig,
+    check_config,
+    split_units,
+    vector_op,
+)
 
 
 @dataclass(frozen=True)
@@ -176,7 +181,6 @@ def build_fag_tile(
     d, s1, s2, dt, vt = cfg.d, cfg.s1, cfg.keys, cfg.dtype, cfg.vector_dtype
     e, ve = elem_bytes(dt), elem_bytes(vt, "vector_dtype")
     g = cfg.n1 // cfg.kv_heads
-    pieces = -(-br // (br if cfg.v_rows is None else cfg.v_rows))
     spm = fag_spm_layout(cfg)
     ddr = DdrLayout()
     q_bytes = cfg.b * cfg.n1 * s1 * d * e
@@ -197,22 +201,7 @@ def build_fag_tile(
     visited: set[tuple[int, int]] = set()
     operands: dict[int, tuple[Range, Range]] = {}  # unit -> (K^T, V^T) the NE reads
 
-    def rows_of(i: int) -> int:
-        return min(s1, (i + 1) * br) - i * br
-
-    def cols_of(j: int) -> int:
-        return min(s2, (j + 1) * bc) - j * bc
-
-    def vec(
-        kind: str,
-        shapes: list[tuple[int, ...]],
-        reads: tuple[Range, ...],
-        writes: tuple[Range, ...],
-        label: str,
-        t: int,
-        **attrs: object,
-    ) -> None:
-        ts.fa_vector(kind, shapes, vt, dt, reads, writes, label, t, pieces, attrs)
+    rows_of, cols_of, vec = cfg.block_rows, cfg.block_cols, vector_op(ts, cfg)
 
     def transposed(
         rows: int, cols_: int, src: Range, dst: Range, label: str, t: int, nd: bool

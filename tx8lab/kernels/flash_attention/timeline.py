@@ -110,7 +110,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from typing import Literal
 
@@ -206,6 +206,46 @@ class FaConfig:
     @property
     def kv_heads(self) -> int:
         return self.n1 if self.n2 is None else self.n2
+
+    @property
+    def vector_pieces(self) -> int:
+        """CT commands per C block: its BR rows in ``v_rows`` pieces (1 by default)."""
+        br = self.block[0]
+        return -(-br // (br if self.v_rows is None else self.v_rows))
+
+    def block_rows(self, i: int) -> int:
+        """Rows of Q in row block ``i`` (the last one may be short)."""
+        br = self.block[0]
+        return min(self.s1, (i + 1) * br) - i * br
+
+    def block_cols(self, j: int) -> int:
+        """Keys in key block ``j`` (the last one may be short)."""
+        bc = self.block[1]
+        return min(self.keys, (j + 1) * bc) - j * bc
+
+
+def vector_op(ts: TileStream, cfg: FaConfig) -> Callable[..., None]:
+    """``vec(kind, shapes, reads, writes, label, pair, **attrs)``: an FA vector op of ``cfg``.
+
+    :meth:`TileStream.fa_vector` with the config's operand types and CT pieces, as both
+    the forward and the backward builders issue them.
+    """
+
+    def vec(
+        kind: str,
+        shapes: list[tuple[int, ...]],
+        reads: tuple[Range, ...],
+        writes: tuple[Range, ...],
+        label: str,
+        t: int,
+        **attrs: object,
+    ) -> None:
+        ts.fa_vector(
+            kind, shapes, cfg.vector_dtype, cfg.dtype, reads, writes, label, t,
+            cfg.vector_pieces, attrs,
+        )  # fmt: skip
+
+    return vec
 
 
 @dataclass(frozen=True)
@@ -419,7 +459,6 @@ def build_tile(
     br, bc = cfg.block
     d, s1, s2, dt, vt = cfg.d, cfg.s1, cfg.keys, cfg.dtype, cfg.vector_dtype
     e, ve = elem_bytes(dt), elem_bytes(vt, "vector_dtype")
-    pieces = -(-br // (br if cfg.v_rows is None else cfg.v_rows))
     g = cfg.n1 // cfg.kv_heads
     spm, ddr = spm_layout(cfg, kv_resident), _ddr_layout(cfg)
     ts = TileStream(hw, active_tiles, cfg.sync_issue)
@@ -435,28 +474,13 @@ def build_tile(
     kv_loads = itertools.count()
     staged_p = spm.has("P")
 
-    def rows_of(i: int) -> int:
-        return min(s1, (i + 1) * br) - i * br
-
-    def cols_of(j: int) -> int:
-        return min(s2, (j + 1) * bc) - j * bc
+    rows_of, cols_of, vec = cfg.block_rows, cfg.block_cols, vector_op(ts, cfg)
 
     def kv_range(name: str, j: int, t: int, c: int) -> Range:
         if kv_resident:
             lo = j * bc * d * e
             return spm.at(name, 0, lo, lo + c * d * e)
         return spm.at(name, t, 0, c * d * e)
-
-    def vec(
-        kind: str,
-        shapes: list[tuple[int, ...]],
-        reads: tuple[Range, ...],
-        writes: tuple[Range, ...],
-        label: str,
-        t: int,
-        **attrs: object,
-    ) -> None:
-        ts.fa_vector(kind, shapes, vt, dt, reads, writes, label, t, pieces, attrs)
 
     def loads(t: int) -> None:
         h, i, j, n, _, rb = work[t]
