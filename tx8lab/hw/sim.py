@@ -308,6 +308,37 @@ _end = itemgetter(0)
 _new_timing = constructor(Timing)
 
 
+def limiting_engine(busy: Mapping[str, int], engines: Sequence[str]) -> str:
+    """The busiest of ``engines`` in ``busy`` (cycles); the first of them on a tie."""
+    return max(engines, key=lambda e: (busy.get(e, 0), -engines.index(e)))
+
+
+def costliest_stall(
+    busy: Mapping[str, int], stalls: Mapping[str, Mapping[str, int]], engines: Sequence[str]
+) -> tuple[str, str, int] | None:
+    """``(engine, reason, cycles)``: the stall of one tile that cost most, None without any.
+
+    The limiting engine's (:func:`limiting_engine`) largest stall: its idle time is what
+    the body pays beyond its busy time, while an engine that is not limiting waits
+    without cost. Without a stall there, the largest stall of any of ``engines``. Ties go
+    to the earlier engine, then to the later reason name.
+    """
+
+    def top(among: Sequence[str]) -> tuple[str, str, int] | None:
+        found = [
+            (cycles, -engines.index(e), e, reason)
+            for e in among
+            for reason, cycles in stalls.get(e, {}).items()
+            if cycles > 0
+        ]
+        if not found:
+            return None
+        cycles, _, e, reason = max(found)
+        return e, reason, cycles
+
+    return top([limiting_engine(busy, engines)]) or top(engines)
+
+
 def _add(d: dict[str, int], key: str, value: int) -> None:
     if value:
         d[key] = d.get(key, 0) + value
@@ -687,5 +718,7 @@ __all__ = [
     "StreamBuilder",
     "TileRun",
     "Timing",
+    "costliest_stall",
+    "limiting_engine",
     "simulate",
 ]

@@ -53,7 +53,7 @@ from tx8lab.errors import Tx8labError
 from tx8lab.hw import laws
 from tx8lab.hw.config import ChipConfig
 from tx8lab.hw.sim import ENGINES as HW_ENGINES
-from tx8lab.hw.sim import SimResult
+from tx8lab.hw.sim import SimResult, costliest_stall, limiting_engine
 
 #: Simulator engines in report order, the issuing kernel core last.
 SIM_ENGINES: tuple[str, ...] = (*HW_ENGINES, "kcore")
@@ -88,25 +88,12 @@ class SimEstimate:
     @property
     def limiting_engine(self) -> str:
         """The busiest engine of the slowest tile (module docstring)."""
-        return max(SIM_ENGINES, key=lambda e: (self.busy.get(e, 0), -SIM_ENGINES.index(e)))
+        return limiting_engine(self.busy, SIM_ENGINES)
 
     @property
     def costliest_stall(self) -> tuple[str, str, int] | None:
         """``(engine, reason, cycles)`` of the stall that cost most (module docstring)."""
-
-        def top(engines: Sequence[str]) -> tuple[str, str, int] | None:
-            found = [
-                (cycles, -SIM_ENGINES.index(e), e, reason)
-                for e in engines
-                for reason, cycles in self.stalls.get(e, {}).items()
-                if cycles > 0
-            ]
-            if not found:
-                return None
-            cycles, _, e, reason = max(found)
-            return e, reason, cycles
-
-        return top([self.limiting_engine]) or top(SIM_ENGINES)
+        return costliest_stall(self.busy, self.stalls, SIM_ENGINES)
 
     def busy_ms(self, clock_hz: float) -> dict[str, float]:
         """Busy time per engine, ms."""

@@ -52,7 +52,15 @@ from tx8lab.errors import Tx8labError
 from tx8lab.hw import laws
 from tx8lab.hw.config import ChipConfig
 from tx8lab.hw.cost import to_cycles
-from tx8lab.hw.sim import Range, SimCommand, SimResult, TileRun, simulate
+from tx8lab.hw.sim import (
+    Range,
+    SimCommand,
+    SimResult,
+    TileRun,
+    costliest_stall,
+    limiting_engine,
+    simulate,
+)
 
 #: Per-engine keys of the reports (busy time, stalls), in report order.
 REPORT_ENGINES: tuple[str, ...] = ("ne", "ct", "rdma", "wdma", "tdma", "kcore")
@@ -449,27 +457,19 @@ class TileSet:
 
     def limiting_engine(self) -> str:
         """The engine busiest on the slowest tile (``kcore`` counts as one)."""
-        run = self.result.tiles[self.slowest]
-        return max(REPORT_ENGINES, key=lambda e: (run.busy.get(e, 0), -REPORT_ENGINES.index(e)))
+        return limiting_engine(self.result.tiles[self.slowest].busy, REPORT_ENGINES)
 
     def top_stall(self) -> tuple[str, str, float]:
-        """(engine, reason, ms): the limiting engine's largest stall on the slowest tile.
+        """(engine, reason, ms) of the slowest tile's costliest stall (``sim.costliest_stall``).
 
-        The limiting engine's idle time is what the body pays beyond its busy time; an
-        engine that is not limiting waits without cost. Without a stall there: the
-        largest stall of any engine.
+        ``(limiting engine, "none", 0.0)`` when no engine stalled.
         """
-        stalls = self.stall_ms()
-        engine = self.limiting_engine()
-        own = stalls.get(engine, {})
-        if own:
-            reason = max(own, key=lambda r: own[r])
-            return engine, reason, own[reason]
-        every = [(ms, e, r) for e, rs in stalls.items() for r, ms in rs.items()]
-        if not every:
-            return engine, "none", 0.0
-        ms, e, r = max(every)
-        return e, r, ms
+        run = self.result.tiles[self.slowest]
+        got = costliest_stall(run.busy, run.stalls, REPORT_ENGINES)
+        if got is None:
+            return self.limiting_engine(), "none", 0.0
+        engine, reason, cycles = got
+        return engine, reason, self.result.ms(cycles)
 
     def waiting_on(self, engine: str, window: int = 512) -> dict[str, float]:
         """Engine -> ms: what ``engine``'s dependency stalls on the slowest tile waited for.
