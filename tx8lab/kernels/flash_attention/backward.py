@@ -101,15 +101,8 @@ class FagModel:
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready summary."""
-        engine, reason, ms = self.top_stall
         return {
-            "latency_ms": self.latency_ms,
-            "tile_ms": {str(t): v for t, v in self.tile_ms.items()},
-            "busy_ms": dict(self.busy_ms),
-            "stall_ms": {e: dict(rs) for e, rs in self.stall_ms.items()},
-            "busiest_tile": self.busiest_tile,
-            "limiting_engine": self.limiting_engine,
-            "top_stall": {"engine": engine, "reason": reason, "ms": ms},
+            **self.tiles.timing_json(),
             "tile_pairs": list(self.tile_pairs),
             "load_balance": self.load_balance,
             "spm_bytes": self.spm_bytes,
@@ -374,13 +367,7 @@ def fag_model(cfg: FaConfig, hw: ChipConfig) -> FagModel:
     )
     return FagModel(
         config=cfg,
-        latency_ms=tset.result.ms(tset.result.body_cycles),
-        tile_ms=tset.tile_ms(),
-        busy_ms=tset.busy_ms(),
-        stall_ms=tset.stall_ms(),
-        busiest_tile=tset.slowest,
-        limiting_engine=tset.limiting_engine(),
-        top_stall=tset.top_stall(),
+        **tset.timing(),
         tile_pairs=tile_pairs,
         load_balance=(sum(tile_pairs) / tiles) / max(tile_pairs) if max(tile_pairs) else 1.0,
         spm_bytes=need,

@@ -471,6 +471,30 @@ class TileSet:
         engine, reason, cycles = got
         return engine, reason, self.result.ms(cycles)
 
+    def timing(self) -> dict[str, Any]:
+        """The timing fields of an FA model (forward or backward), from this run.
+
+        ``latency_ms`` (the slowest tile's body), ``tile_ms``, ``busy_ms``, ``stall_ms``,
+        ``busiest_tile``, ``limiting_engine`` and ``top_stall``.
+        """
+        return {
+            "latency_ms": self.result.ms(self.result.body_cycles),
+            "tile_ms": self.tile_ms(),
+            "busy_ms": self.busy_ms(),
+            "stall_ms": self.stall_ms(),
+            "busiest_tile": self.slowest,
+            "limiting_engine": self.limiting_engine(),
+            "top_stall": self.top_stall(),
+        }
+
+    def timing_json(self) -> dict[str, object]:
+        """:meth:`timing` as the JSON reports give it (``tx8lab fa --json``)."""
+        out = self.timing()
+        engine, reason, ms = out["top_stall"]
+        out["tile_ms"] = {str(t): v for t, v in out["tile_ms"].items()}
+        out["top_stall"] = {"engine": engine, "reason": reason, "ms": ms}
+        return out
+
     def waiting_on(self, engine: str, window: int = 512) -> dict[str, float]:
         """Engine -> ms: what ``engine``'s dependency stalls on the slowest tile waited for.
 

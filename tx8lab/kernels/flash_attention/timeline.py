@@ -306,15 +306,8 @@ class FaModel:
         """JSON-ready summary (no command list)."""
         cfg = asdict(self.config)
         cfg["block"] = list(self.config.block)
-        engine, reason, ms = self.top_stall
         return {
-            "latency_ms": self.latency_ms,
-            "tile_ms": {str(t): v for t, v in self.tile_ms.items()},
-            "busy_ms": dict(self.busy_ms),
-            "stall_ms": {e: dict(rs) for e, rs in self.stall_ms.items()},
-            "busiest_tile": self.busiest_tile,
-            "limiting_engine": self.limiting_engine,
-            "top_stall": {"engine": engine, "reason": reason, "ms": ms},
+            **self.tiles.timing_json(),
             "waiting_on": self.waiting_on(),
             "commands": len(self.commands),
             "tile_pairs": list(self.tile_pairs),
@@ -717,13 +710,7 @@ def model(cfg: FaConfig, hw: ChipConfig) -> FaModel:
     mean = sum(tile_pairs) / tiles
     return FaModel(
         config=cfg,
-        latency_ms=tset.result.ms(tset.result.body_cycles),
-        tile_ms=tset.tile_ms(),
-        busy_ms=tset.busy_ms(),
-        stall_ms=tset.stall_ms(),
-        busiest_tile=tset.slowest,
-        limiting_engine=tset.limiting_engine(),
-        top_stall=tset.top_stall(),
+        **tset.timing(),
         tile_pairs=tile_pairs,
         load_balance=mean / max(tile_pairs) if max(tile_pairs) else 1.0,
         spm_bytes=need,
