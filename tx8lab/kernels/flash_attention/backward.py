@@ -267,24 +267,27 @@ def build_fag_tile(
             vec("Where", [(r, c), (r, c), (1,)], (s,), (s,), f"CT Where causal {tag}", t)
         vec("Sub", [(r, c), (r, 1)], (s, stats), (s,), f"CT Sub lse {tag}", t)
         vec("Exp", [(r, c)], (s,), (s,), f"CT Exp P {tag}", t)
-        p = s
-        if staged:
-            p = rng("P", t, r * c * e)
-            vec("Convert", [(r, c)], (s,), (p,), f"CT Convert P {tag}", t, dtype=dt)
-        pt = transposed(r, c, p, rng("PT", t, r * c * e), f"P^T {tag}", t, False)
-        dv_reads = (pt, do) if first else (pt, do, dv)
-        ts.ne((c, r, d), dt, dv_reads, (dv,), f"NE dV+=P^T dO {tag}", t)
+
+        def accumulate(x: Range, name: str, y: Range, acc: Range, what: str) -> Range:
+            """``acc (+)= xᵀ y`` on the NE, ``x`` first in the NE's type when staged.
+
+            Returns ``x`` as the NE read it (dS feeds dQ too).
+            """
+            if staged:
+                x_ne = rng(name, t, r * c * e)
+                vec("Convert", [(r, c)], (x,), (x_ne,), f"CT Convert {name} {tag}", t, dtype=dt)
+                x = x_ne
+            xt = transposed(r, c, x, rng(f"{name}T", t, r * c * e), f"{name}^T {tag}", t, False)
+            reads = (xt, y) if first else (xt, y, acc)
+            ts.ne((c, r, d), dt, reads, (acc,), f"NE {what} {tag}", t)
+            return x
+
+        accumulate(s, "P", do, dv, "dV+=P^T dO")
         dp = rng("dP", t, r * c * ve)
         ts.ne((r, d, c), dt, (do, operands[u][1]), (dp,), f"NE dP=dO V^T {tag}", t)
         vec("Sub", [(r, c), (r, 1)], (dp, stats), (dp,), f"CT Sub D {tag}", t)
         vec("Mul", [(r, c), (r, c)], (dp, s), (dp,), f"CT Mul dS {tag}", t)
-        ds = dp
-        if staged:
-            ds = rng("dS", t, r * c * e)
-            vec("Convert", [(r, c)], (dp,), (ds,), f"CT Convert dS {tag}", t, dtype=dt)
-        dst = transposed(r, c, ds, rng("dST", t, r * c * e), f"dS^T {tag}", t, False)
-        dk_reads = (dst, q) if first else (dst, q, dk)
-        ts.ne((c, r, d), dt, dk_reads, (dk,), f"NE dK+=dS^T Q {tag}", t)
+        ds = accumulate(dp, "dS", q, dk, "dK+=dS^T Q")
         dqp = rng("dQp", t, r * d * ve)
         k_ncx = rng("K" if cfg.io_layout == "nd" else "K_in", u, c * d * e)
         ts.ne((r, c, d), dt, (ds, k_ncx), (dqp,), f"NE dQ=dS K {tag}", t)
