@@ -237,12 +237,8 @@ def build_fag_tile(
         for name in ("Q", "dO"):
             dst = rng(name, t, r * d * e)
             src = ddr.at(name, lo, lo + r * d * e)
-            if cfg.io_layout == "nd":
-                staging = rng(f"{name}_in", t, r * d * e)
-                ts.load(r * d * e, src, staging, f"RDMA {name} h{h} i{i}", t)
-                ts.to_layout(r, d, dt, staging, dst, f"TDMA {name} ND->NCx h{h} i{i}", t)
-            else:
-                ts.load(r * d * e, src, dst, f"RDMA {name} h{h} i{i}", t)
+            staging = rng(f"{name}_in", t, r * d * e) if cfg.io_layout == "nd" else None
+            ts.load_ncx(r, d, dt, src, dst, staging, name, f"h{h} i{i}", t)
         lo = (h * s1 + i * br) * 2 * ve
         stats = rng("STATS", t, 2 * r * ve)
         ts.load(2 * r * ve, ddr.at("STATS", lo, lo + 2 * r * ve), stats, f"RDMA lse,D h{h} i{i}", t)

@@ -393,6 +393,30 @@ class TileStream:
         runs, run_elems = ncx_runs(rows, channels)
         self.gather(runs, run_elems * elem_bytes(dtype), src, dst, label, pair)
 
+    def load_ncx(
+        self,
+        rows: int,
+        channels: int,
+        dtype: str,
+        src: Range,
+        dst: Range,
+        staging: Range | None,
+        name: str,
+        where: str,
+        pair: int = -1,
+    ) -> None:
+        """Load a ``rows x channels`` piece of tensor ``name`` into ``dst`` in NCx.
+
+        Straight from DDR in NCx (``staging`` None), else (DDR in ND) into the
+        ``staging`` copy and moved to NCx by the TDMA (:meth:`to_layout`).
+        """
+        num_bytes = rows * channels * elem_bytes(dtype)
+        if staging is None:
+            self.load(num_bytes, src, dst, f"RDMA {name} {where}", pair)
+            return
+        self.load(num_bytes, src, staging, f"RDMA {name} {where}", pair)
+        self.to_layout(rows, channels, dtype, staging, dst, f"TDMA {name} ND->NCx {where}", pair)
+
     def transpose(
         self, rows: int, cols: int, dtype: str, src: Range, dst: Range, label: str, pair: int = -1
     ) -> None:

@@ -482,12 +482,8 @@ def build_tile(
             lo = (h * s1 + i * br) * d * e
             src = ddr.at("Q", lo, lo + r * d * e)
             q = spm.at("Q", rb, 0, r * d * e)
-            if cfg.io_layout == "nd":
-                q_in = spm.at("Q_in", rb, 0, r * d * e)
-                ts.load(r * d * e, src, q_in, f"RDMA Q h{h} i{i}", t)
-                ts.to_layout(r, d, dt, q_in, q, f"TDMA Q ND->NCx h{h} i{i}", t)
-            else:
-                ts.load(r * d * e, src, q, f"RDMA Q h{h} i{i}", t)
+            q_in = spm.at("Q_in", rb, 0, r * d * e) if cfg.io_layout == "nd" else None
+            ts.load_ncx(r, d, dt, src, q, q_in, "Q", f"h{h} i{i}", t)
         hk = h // g
         key = (hk, j) if kv_resident else (hk, j, t)
         if key in loaded:
@@ -508,12 +504,8 @@ def build_tile(
                 ts.to_layout(c, d, dt, k_in, kt, f"TDMA K ND->NCx h{hk} j{j}", t)
         else:
             ts.load(c * d * e, k_src, kt, f"RDMA K h{hk} j{j}", t)
-        if cfg.io_layout == "nd":
-            v_in = spm.at("V_in", stage, 0, c * d * e)
-            ts.load(c * d * e, v_src, v_in, f"RDMA V h{hk} j{j}", t)
-            ts.to_layout(c, d, dt, v_in, v, f"TDMA V ND->NCx h{hk} j{j}", t)
-        else:
-            ts.load(c * d * e, v_src, v, f"RDMA V h{hk} j{j}", t)
+        v_in = spm.at("V_in", stage, 0, c * d * e) if cfg.io_layout == "nd" else None
+        ts.load_ncx(c, d, dt, v_src, v, v_in, "V", f"h{hk} j{j}", t)
 
     cache: dict[int, dict[str, Range]] = {}
 
