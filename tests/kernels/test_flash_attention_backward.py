@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
+from tests.kernels.fa_configs import fa_configs
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import laws
 from tx8lab.hw.presets import TX81
@@ -45,29 +45,8 @@ def _check_ordering(m: FagModel) -> None:
                 assert timings[b].start >= timings[a].end, (x.label, y.label)
 
 
-@st.composite
-def configs(draw: st.DrawFn) -> FaConfig:
-    pp = draw(st.booleans())
-    return FaConfig(
-        b=draw(st.integers(1, 2)),
-        n1=draw(st.sampled_from([1, 2])),
-        s1=draw(st.integers(1, 300)),
-        s2=draw(st.integers(1, 300)),
-        d=draw(st.sampled_from([32, 64])),
-        causal=draw(st.booleans()),
-        block=(draw(st.sampled_from([64, 128])), draw(st.sampled_from([64, 128]))),
-        pingpong=pp,
-        double_issue=pp and draw(st.booleans()),
-        sync_issue=draw(st.booleans()),
-        split=draw(st.sampled_from(["bn", "bns1"])),
-        vector_dtype=draw(st.sampled_from(["f32", "bf16"])),
-        transpose=draw(st.sampled_from(["tdma", "ct", "ne"])),
-        io_layout=draw(st.sampled_from(["nd", "ncx"])),
-    )
-
-
 @settings(max_examples=20, deadline=None)
-@given(configs())
+@given(fa_configs(forward=False))
 def test_backward_ordering_contract(cfg: FaConfig) -> None:
     m = fag_model(cfg, HW)
     pairs = block_pairs(cfg.s1, cfg.keys, cfg.block[0], cfg.block[1], cfg.causal)

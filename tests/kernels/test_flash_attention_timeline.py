@@ -14,8 +14,8 @@ from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
+from tests.kernels.fa_configs import fa_configs
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import laws
 from tx8lab.hw.presets import TX81
@@ -366,32 +366,8 @@ def test_template_and_key_follow_the_shape() -> None:
 # ------------------------------------------------------------------ random shapes
 
 
-@st.composite
-def configs(draw: st.DrawFn) -> FaConfig:
-    pp = draw(st.booleans())
-    return FaConfig(
-        b=draw(st.integers(1, 2)),
-        n1=draw(st.sampled_from([1, 2])),
-        n2=1,
-        s1=draw(st.integers(1, 300)),
-        s2=draw(st.integers(1, 300)),
-        d=draw(st.sampled_from([32, 64])),
-        causal=draw(st.booleans()),
-        block=(draw(st.sampled_from([64, 128])), draw(st.sampled_from([64, 128]))),
-        pingpong=pp,
-        double_issue=pp and draw(st.booleans()),
-        sync_issue=draw(st.booleans()),
-        split=draw(st.sampled_from(["bn", "bns1"])),
-        vector_dtype=draw(st.sampled_from(["f32", "bf16"])),
-        transpose=draw(st.sampled_from(["tdma", "ct", "ne"])),
-        io_layout=draw(st.sampled_from(["nd", "ncx"])),
-        acc_ncx=draw(st.booleans()),
-        kv_resident=draw(st.sampled_from([None, False])),
-    )
-
-
 @settings(max_examples=25, deadline=None)
-@given(configs())
+@given(fa_configs())
 def test_ordering_contract_on_random_shapes(cfg: FaConfig) -> None:
     m = model(cfg, HW)
     _check_ordering(m)
