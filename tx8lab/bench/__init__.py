@@ -191,10 +191,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(header)
     print("-" * len(header))
+    from tx8lab.bench.program import case_label, program_table, stream_table
+
     rows: dict[str, dict[str, Any]] = {}
     for name, kwargs, run in ZOO_CASES:
-        args_text = ",".join(f"{k}={v}" for k, v in kwargs.items())
-        label = f"{name}({args_text})" if kwargs else name
+        label = case_label(name, kwargs)
         row = measure(functools.partial(zoo.build, name, **kwargs), run)
         rows[label] = row
         _print_row(label, row)
@@ -216,8 +217,6 @@ def main(argv: list[str] | None = None) -> int:
     _search_tables(args.quick)
     _cost_calibration()
     _minimalloc(quick=args.quick)
-    from tx8lab.bench.program import program_table, stream_table
-
     program_table(args.quick)
     stream_table(args.quick)
     return 0

@@ -34,6 +34,11 @@ LARGE_CASES: tuple[tuple[str, dict[str, Any]], ...] = (
 )
 
 
+def case_label(name: str, kwargs: dict[str, Any]) -> str:
+    """A bench row's model: ``llama_decoder(layers=2)``, or the name alone without keywords."""
+    return name + ("(" + ",".join(f"{k}={v}" for k, v in kwargs.items()) + ")" if kwargs else "")
+
+
 def program_table(quick: bool) -> None:
     """Print one row per case: pipeline, emit, compile, execute seconds, commands per tile."""
     from tx8lab.core import zoo
@@ -54,9 +59,7 @@ def program_table(quick: bool) -> None:
     print("-" * len(head))
     cases = PROGRAM_CASES if quick else (*PROGRAM_CASES, *LARGE_CASES)
     for name, kwargs in cases:
-        label = name + (
-            "(" + ",".join(f"{k}={v}" for k, v in kwargs.items()) + ")" if kwargs else ""
-        )
+        label = case_label(name, kwargs)
         start = time.perf_counter()
         module = zoo.build(name, **kwargs)
         steps = list(run_pipeline(module, build_pipeline(None, {}), hw))
@@ -113,9 +116,7 @@ def stream_table(quick: bool) -> None:
     for name, kwargs, large in STREAM_CASES:
         if quick and large:
             continue
-        label = name + (
-            "(" + ",".join(f"{k}={v}" for k, v in kwargs.items()) + ")" if kwargs else ""
-        )
+        label = case_label(name, kwargs)
         module = zoo.build(name, **kwargs)
         start = time.perf_counter()
         steps = list(run_pipeline(module, build_pipeline(None, {}), hw))
