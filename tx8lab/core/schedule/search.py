@@ -111,7 +111,7 @@ import dataclasses
 import math
 import re
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -209,6 +209,11 @@ class Candidate:
     """Played by the tile simulator (module docstring, "Simulated ranking")."""
 
 
+def _evaluated(rows: Sequence[Candidate]) -> int:
+    """Candidates of ``rows`` run through the stages (a duplicate is not re-run)."""
+    return sum(c.status != "duplicate" for c in rows)
+
+
 @dataclass(frozen=True)
 class SearchResult:
     """The outcome of :func:`search_group` (or a best-so-far step of :func:`iter_search`)."""
@@ -241,7 +246,7 @@ class SearchResult:
     @property
     def evaluated(self) -> int:
         """Candidates run through the stages (duplicates excluded)."""
-        return sum(c.status != "duplicate" for c in self.candidates)
+        return _evaluated(self.candidates)
 
     def rejected(self) -> dict[str, int]:
         """Rejected candidates counted by status."""
@@ -541,7 +546,7 @@ class _Search:
         return (self.best.cycles or 0) if self.best is not None else 0
 
     def evaluated(self) -> int:
-        return sum(c.status != "duplicate" for c in self.rows)
+        return _evaluated(self.rows)
 
     def spent(self) -> bool:
         if not self.searching:
