@@ -190,16 +190,25 @@ def join(participants: int, hw: ChipConfig) -> Timed:
     )
 
 
+def noc_payload(num_bytes: int, hw: ChipConfig) -> Timed:
+    """A payload's serialisation on one NoC link direction (the DTE law's bytes term)."""
+    _whole(num_bytes, "bytes")
+    s = num_bytes / hw.noc_link_bytes_per_s
+    return Timed(
+        s,
+        f"{num_bytes:,} B / {hw.noc_link_bytes_per_s / 1e9:.3g} GB/s = {s * 1e9:,.0f} ns",
+    )
+
+
 def dte(num_bytes: int, hw: ChipConfig, *, first: bool = False, hops: int = 0) -> Timed:
     """One tile-to-tile DTE message; ``first``: the tile's first send of the launch.
 
     ``hops``: mesh router hops of the route, each adding ``noc_hop_s`` (the board's
     sends do not say how far they went, so the fitted fixed cost holds any hops of them).
     """
-    _whole(num_bytes, "bytes")
     _whole(hops, "hops")
     fixed = hw.dte_first_message_s if first else hw.dte_send_s
-    s = fixed + hops * hw.noc_hop_s + num_bytes / hw.noc_link_bytes_per_s
+    s = fixed + hops * hw.noc_hop_s + noc_payload(num_bytes, hw).seconds
     which = "first send" if first else "send"
     hop_text = f" + {hops} hops x {hw.noc_hop_s * 1e9:,.0f} ns" if hops else ""
     return Timed(
@@ -231,5 +240,6 @@ __all__ = [
     "issue",
     "join",
     "ne",
+    "noc_payload",
     "tdma",
 ]

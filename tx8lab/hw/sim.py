@@ -56,7 +56,7 @@ Readings chosen where the sources are vague:
 
 from __future__ import annotations
 
-from bisect import bisect_right, insort
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -259,9 +259,14 @@ class _Links:
         while moved:
             moved = False
             for link in route:
-                for lo, hi in self.busy.get(link, ()):
-                    if lo < start + cycles and start < hi:
-                        start, moved = hi, True
+                # a link's windows never overlap, so sorted by start they are sorted by
+                # end: the last one starting before this window ends reaches furthest
+                windows = self.busy.get(link)
+                if not windows:
+                    continue
+                i = bisect_left(windows, (start + cycles,))
+                if i and windows[i - 1][1] > start:
+                    start, moved = windows[i - 1][1], True
         tile, index, num_bytes = use
         for link in route:
             insort(self.busy.setdefault(link, []), (start, start + cycles))
@@ -453,7 +458,7 @@ def _transfer(
         route = noc.route(tile, c.dst_tile, hw)
     except Tx8labError as exc:
         raise Tx8labError(f"{where}: {exc}") from None
-    cycles = to_cycles(c.noc_bytes / hw.noc_link_bytes_per_s, hw)
+    cycles = laws.noc_payload(c.noc_bytes, hw).cycles(hw)
     if cycles > c.cycles:
         raise Tx8labError(
             f"{where}: its {c.cycles} cycles are less than its payload's {cycles} on a link; "
