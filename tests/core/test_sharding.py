@@ -251,7 +251,8 @@ def test_rule_matmul_k_split_reaches_both_operands() -> None:
     op = build("Gemm", TensorType((256, 512), F16), TensorType((512, 1024), F16))
     assert _tss(op, (2, 8), (1, 2)) == [P((2, 1), (1, 1)), P((1, 8), (1, 2))]
     assert _tss(op, (2, 8, 1), (1, 2, 4)) == [P((2, 1), (1, 4)), P((1, 8), (4, 2))]
-    assert _tss(op, (2, 4, 2), (1, 1, 1)) == [P((), (1, 1)), P((), (1, 1))]
+    # K across 2 tiles (a NoC reduction): A [M, K] and B [K, N] are both cut on K
+    assert _tss(op, (2, 4, 2), (1, 1, 1)) == [P((2, 2), (1, 1)), P((2, 4), (1, 1))]
     bmm = build("BatchMatMul", TensorType((4, 64, 32), F16), TensorType((4, 32, 128), F16))
     assert _tss(bmm, (4, 2, 2), (1, 1, 1))[1] == P((4, 1, 2), (1, 1, 1))
 
@@ -431,8 +432,11 @@ def test_output_ops_and_param_for() -> None:
     gemm = build("Gemm", TensorType((256, 512), F16), TensorType((512, 1024), F16))
     assert param_for(gemm, OpStrategy((2, 8, 1), (1, 2, 1))) == P((2, 8), (1, 2))
     assert param_for(gemm, OpStrategy((2, 8, 1), (1, 2, 4))) == P((2, 8, 1), (1, 2, 4))
+    # K across tiles is a factor of its own after the result's
+    assert param_for(gemm, OpStrategy((1, 1, 2), (1, 1, 1))) == P((1, 1, 2), (1, 1, 1))
+    softmax = build("Softmax", TensorType((8, 64), F16), axis=-1)
     with pytest.raises(Tx8labError, match="cannot be sharded"):
-        param_for(gemm, OpStrategy((1, 1, 2), (1, 1, 1)))
+        param_for(softmax, OpStrategy((1, 2), (1, 1)))
     with pytest.raises(Tx8labError, match=r"needs a tx8be\.Group"):
         output_ops(gemm)
 

@@ -34,11 +34,19 @@ Readings chosen where the sources are vague:
   their boxes and NaN (integers: 0) elsewhere, so a result that depends on data the
   program did not bring shows up as NaN. Outside the box of a reduction dim split in
   time the operands hold the combine's identity (0 for ``add``, -inf for ``max``) so
-  the result is that chunk's partial. An operand that follows no split reduction dim
-  (a bias) takes part in the first partial only (``psum_init``).
+  the result is that chunk's partial; so is a tile's result when a ``noc_reduce`` dim is
+  cut across tiles. An operand that follows no cut reduction dim (a bias) takes part in
+  the partial that holds index 0 of every cut reduction dim only (a time split's
+  ``psum_init``; across tiles, the tiles with the first piece).
 - **Psum.** Partial results are kept in the psum region as f32 (i32 for integer ops):
   written at ``psum_init``, combined otherwise, and rounded into the result region at
   ``psum_last``. Results are rounded to their element type as the interpreter rounds.
+- **NoC transfers** (a reduction dim sharded across tiles, ``program`` all-reduce). A
+  ``send`` reads its source range when it runs and the payload waits, by its tag, until
+  the receiving tile's ``recv`` writes it into its own SPM (a DTE transfer in flight; the
+  receiver's liveness checks run at the receive, on its tile). ``reduce`` adds a landed
+  payload into the sum (in f64, rounded to the sum's type once). A tile whose next command
+  is a receive with nothing sent yet waits; every tile waiting is a deadlock (an error).
 - **Clobbers.** After an op that overwrites an operand (the op library's
   ``clobbered_operands``) the operand's region holds what the kernel leaves there
   (``clobbered_value``, else garbage) and reads as a different value.
@@ -412,6 +420,8 @@ class Machine:
         self.tensors: dict[int, _DdrTensor] = {}
         self.trace: list[TraceEntry] = []
         self.position: dict[int, int] = {t: 0 for t in program.tiles}
+        self.mail: dict[str, Array] = {}
+        """Payloads sent and not yet received, by tag (a DTE transfer in flight)."""
         self._codecs: dict[tuple[tuple[int, ...], str, str], _Codec | None] = {}
         self._needs: dict[tuple[Window, str, str], int] = {}
         self._ddr_writes = 0
@@ -812,6 +822,26 @@ class Machine:
             self.ddr_write(c.writes[0], c, data)
         elif c.what == "compute":
             self._compute(c, index)
+        elif c.what == "send":
+            # the DTE reads the bytes now; they land when the receiver takes them
+            self.mail[c.tag] = self.spm_read(c, c.reads[0])
+        elif c.what == "recv":
+            if c.tag not in self.mail:
+                raise self._fail(
+                    c,
+                    c.writes[0],
+                    f"receives from tile {c.peer} ({c.tag}) but no send with that tag ran",
+                )
+            self.spm_write(c, c.writes[0], self.mail.pop(c.tag), index, c.writes[0].dtype)
+        elif c.what == "reduce":
+            staged, acc = (self.spm_read(c, a) for a in c.reads)
+            dtype = c.writes[0].dtype
+            total = _round(np.add(staged.astype(np.float64), acc.astype(np.float64)), dtype)
+            self.spm_write(c, c.writes[0], total, index, dtype)
+
+    def ready(self, c: Command) -> bool:
+        """Whether ``c`` can run now: a receive waits for its send."""
+        return c.what != "recv" or c.tag in self.mail
 
     def _compute(self, c: Command, index: int) -> None:
         op = self.ops[c.op_id]
@@ -908,11 +938,17 @@ def _clobbered_value(entry: Any, op: Op, index: int, inputs: Sequence[Array]) ->
 
 
 def _split_reduce_dims(op: Op, c: Command) -> set[int]:
-    """Iteration dims of ``op`` that are reductions cut in time in this command."""
-    if c.psum is None:
-        return set()
+    """Iteration dims of ``op`` that are reductions cut in this command.
+
+    Cut in time (the command has a psum) or across tiles (``noc_reduce``: the tile's
+    result is its partial sum, added to the others' over the NoC).
+    """
     dims = get_op_def(op.kind).iter_dims(op)
-    return {i for i, d in enumerate(dims) if d.reduce and c.box[i] != (0, d.size)}
+    return {
+        i
+        for i, d in enumerate(dims)
+        if d.reduce and (c.psum is not None or d.noc_reduce) and c.box[i] != (0, d.size)
+    }
 
 
 def compute_slice(op: Op, c: Command, inputs: Sequence[Array]) -> list[Array | None]:
@@ -920,11 +956,13 @@ def compute_slice(op: Op, c: Command, inputs: Sequence[Array]) -> list[Array | N
     entry = get_op_def(op.kind)
     omaps = entry.operand_dims(op)
     cut = _split_reduce_dims(op, c)
+    # the partial holding reduction index 0 on every cut dim (a time split's psum_init)
+    first = all(c.box[i][0] == 0 for i in cut)
     identity_max = entry.psum_combine == "max"
     args: list[Array] = []
     for j, (a, x) in enumerate(zip(c.reads, inputs, strict=True)):
         follows_cut = any(m in cut for m in omaps[j] if m is not None)
-        if cut and not follows_cut and not c.psum_init:
+        if not follows_cut and not first:
             x = np.zeros_like(x)  # a bias joins the first partial only
         if entry.window_compute:
             args.append(x)
@@ -1009,17 +1047,48 @@ def outputs_of(machine: Machine, module: Module, inputs: Sequence[Array]) -> lis
 
 
 def execute_in_order(machine: Machine, program: Program) -> Iterator[Command]:
-    """Execute the Program's commands group by group, tile by tile; yield each once run."""
+    """Execute the Program's commands group by group, tile by tile; yield each once run.
+
+    A tile whose next command is a receive with no payload yet gives way to the next
+    tile (in tile order, round and round); when every tile of a group waits so, the
+    program deadlocks: an error naming each waiting tile and what it waits for.
+    """
     for group in program.groups:
-        for tile in sorted(program.tiles):
-            commands = program.tiles[tile]
-            i = machine.position[tile]
-            while i < len(commands) and commands[i].group == group:
-                c = commands[i]
-                machine.execute(c, i)
-                yield c
-                i += 1
-            machine.position[tile] = i
+        waiting = True
+        while waiting:
+            waiting = False
+            progressed = False
+            for tile in sorted(program.tiles):
+                commands = program.tiles[tile]
+                i = machine.position[tile]
+                while i < len(commands) and commands[i].group == group:
+                    c = commands[i]
+                    if not machine.ready(c):
+                        waiting = True
+                        break
+                    machine.execute(c, i)
+                    progressed = True
+                    yield c
+                    i += 1
+                machine.position[tile] = i
+            if waiting and not progressed:
+                raise deadlock(machine, program, group)
+
+
+def deadlock(machine: Machine, program: Program, group: int) -> ProgramError:
+    """The error of a group whose every unfinished tile waits in a receive."""
+    stuck = []
+    for tile in sorted(program.tiles):
+        i = machine.position[tile]
+        commands = program.tiles[tile]
+        if i < len(commands) and commands[i].group == group:
+            c = commands[i]
+            stuck.append(f"tile {tile} waits for tile {c.peer} ({c.tag})")
+    return ProgramError(
+        f"group %{group} deadlocks: every tile left waits in a receive whose send never "
+        f"runs: {'; '.join(stuck[:8])}",
+        group=group,
+    )
 
 
 def run_program(program: Program, module: Module, inputs: Sequence[Array], spm_bytes: int) -> Run:
@@ -1038,6 +1107,7 @@ __all__ = [
     "TraceEntry",
     "command_addrs",
     "compute_slice",
+    "deadlock",
     "execute_in_order",
     "expected_entry",
     "outputs_of",

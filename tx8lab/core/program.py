@@ -76,10 +76,18 @@ from tx8lab.core.grouping import is_compute
 from tx8lab.core.ir import TERMINATORS, Module, Op, TensorType
 from tx8lab.core.ops import get_op_def
 from tx8lab.core.ops.registry import Window, WindowPlan, op_layout, value_bytes
-from tx8lab.core.schedule.slicing import gather_readers, linked_dims, loop_slots
+from tx8lab.core.schedule.slicing import (
+    chunk_boxes,
+    gather_readers,
+    linked_dims,
+    loop_slots,
+    region_tiles,
+    tile_order,
+)
 from tx8lab.core.schedule.stages import StageSettings, run_group
 from tx8lab.core.schedule.sw_pipeline import Instance, Use, expand
 from tx8lab.core.schedule.tasks import (
+    NocReduce,
     Node,
     OpStrategy,
     ScheduleInput,
@@ -88,6 +96,7 @@ from tx8lab.core.schedule.tasks import (
     Timeline,
 )
 from tx8lab.errors import Tx8labError
+from tx8lab.hw.collectives import Transfer, allreduce_plan
 from tx8lab.hw.config import ChipConfig
 
 ValueKey = tuple[int, int, bool]
@@ -96,7 +105,7 @@ STORE = "tx8be.StoreVar"
 #: Top-level ops that need no code (see ``tx8lab.core.codegen``).
 NO_CODE = frozenset({"tx8be.Tuple", "tx8be.Constant", "tx8be.LoadConst"})
 
-What = Literal["load", "load_const", "store", "compute", "barrier"]
+What = Literal["load", "load_const", "store", "compute", "barrier", "send", "recv", "reduce"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +182,10 @@ class Command:
     """Operands whose buffer the op overwrites (the op library says which)."""
     gather: Access | None = None
     """A gather load (seed rdmaGather): the SPM indices whose values pick the rows."""
+    peer: int = -1
+    """A ``send``: the tile it sends to; a ``recv``: the tile it receives from."""
+    tag: str = ""
+    """A ``send`` and the ``recv`` that takes its payload share one tag."""
 
     def fields(self) -> dict[str, Any]:
         """The command as JSON-able text (trace events and hover texts show it).
@@ -191,6 +204,8 @@ class Command:
             out["psum"] = f"{_access_text(self.psum, lifetime=True)} {_psum_flags(self)}"
         if self.gather is not None:
             out["gather"] = _access_text(self.gather, lifetime=True)
+        if self.peer >= 0:
+            out["peer"] = self.peer
         return out
 
     @property
@@ -434,17 +449,6 @@ def use_label(use: Use, generations: Mapping[str, int]) -> str:
     return lifetime_label(use.root, use.generation, generations.get(use.root, 1))
 
 
-def region_tiles(group: Op, hw: ChipConfig) -> list[int]:
-    """Tile ids of the group's ``dev_region``, row by row (module docstring, **Tiles**)."""
-    region = group.attrs.get("dev_region")
-    cols = hw.mesh_cols
-    if isinstance(region, tuple) and len(region) == 4:
-        x0, y0, dx, dy = (int(v) for v in region)
-    else:
-        x0, y0, dx, dy = 0, 0, cols, hw.mesh_rows
-    return [(y0 + r) * cols + (x0 + c) for r in range(dy) for c in range(dx)]
-
-
 def _digits(index: int, radix: Sequence[int]) -> list[int]:
     out = [0] * len(radix)
     for i in range(len(radix) - 1, -1, -1):
@@ -485,11 +489,7 @@ class _GroupBoxes:
             for d, root in enumerate(slot.roots):
                 self.digit[root] = (k, d, slot.splits)
         # tile order of the group dims: a dim fewer ops shard varies slower
-        sharded_by: dict[tuple[int, int], int] = {}
-        for op_id, st in strategy.ops.items():
-            for root in {self.root[(op_id, i)] for i, s in enumerate(st.shard) if s > 1}:
-                sharded_by[root] = sharded_by.get(root, 0) + 1
-        self.tile_order = {r: (n, r) for r, n in sharded_by.items()}
+        self.tile_order = tile_order(strategy, self.root)
         self._coords: dict[tuple[int, int], dict[int, int]] = {}
         self._cuts: dict[int, list[tuple[int, int, int, int, int, int]]] = {}
         self.slices = {
@@ -623,7 +623,7 @@ def _group_program(
     chip0: bool = False,
     first_tile: bool = False,
 ) -> dict[int, list[Command]]:
-    unroll = _Unroll(group, code, memo, chip0)
+    unroll = _Unroll(group, code, memo, chip0, hw)
     tiles = region_tiles(group, hw)
     if first_tile:
         tiles = tiles[:1]
@@ -695,8 +695,28 @@ class _ComputeSite:
     clobbers: tuple[int, ...]
 
 
-_Site = _LoadSite | _StoreSite | _ComputeSite
+@dataclass(frozen=True, slots=True)
+class _NocSite:
+    """One all-reduce instance (``noc:%7``): the op's result and staging ranges."""
+
+    head: _Head
+    op_id: int
+    result: _Spm
+    window: _WindowOf
+    """The op's iteration box -> its result's window (the piece summed)."""
+    staging: Access
+    """The ``%7.noc`` scratch: slot ``k`` is ``slot_bytes`` at ``addr + k * slot_bytes``."""
+    reduce: NocReduce
+    transfers: tuple[tuple[int, Transfer], ...]
+    """Every transfer of the pattern with its index (the tags)."""
+
+
+_Site = _LoadSite | _StoreSite | _ComputeSite | _NocSite
 _NO_DDR: _Ddr = ("", -1, 0, "", "", ())
+
+
+def _empty_box(box: Window) -> bool:
+    return any(b <= a for a, b in box)
 
 
 def _bbox(a: Window, b: Window) -> Window:
@@ -761,7 +781,12 @@ class _Unroll:
     """
 
     def __init__(
-        self, group: Op, code: GroupCode, memo: _BoxMemo | None = None, chip0: bool = False
+        self,
+        group: Op,
+        code: GroupCode,
+        memo: _BoxMemo | None = None,
+        chip0: bool = False,
+        hw: ChipConfig | None = None,
     ) -> None:
         self.group = group
         self.instances = code.instances
@@ -772,6 +797,9 @@ class _Unroll:
         self.ops = ops
         self.names = code.names
         self.boxes = _GroupBoxes(group, code.strategy, ops, memo, chip0)
+        self.reductions = code.schedule.reductions
+        self.tiles = region_tiles(group, hw) if hw is not None else []
+        """Local index -> tile id (a NoC transfer's peer)."""
         self.loops = _loops_of(code.schedule.nodes)
         self.alias: dict[ValueKey, ValueKey] = {}
         self.readers: dict[ValueKey, list[tuple[Op, int]]] = {}
@@ -905,6 +933,8 @@ class _Unroll:
             return _StoreSite(
                 head("store", "op_dma_store"), src, ddr, owner.id, window, readers, whole
             )
+        if task.id.startswith("noc:"):
+            return self._noc_site(n, head("send", "dte_send"), reads, writes, where)
         entry = get_op_def(op.kind)
         layout = op_layout(op).value
         operands: list[tuple[_Spm | None, _Ddr, _WindowOf]] = []
@@ -981,6 +1011,110 @@ class _Unroll:
             clobbers,
         )
 
+    def _noc_site(
+        self,
+        n: int,
+        head: _Head,
+        reads: Mapping[str, Use],
+        writes: Mapping[str, Use],
+        where: str,
+    ) -> _NocSite:
+        op = self.ops[self.instances[n].task.op_id]
+        red = self.reductions.get(op.id)
+        if red is None:
+            raise Tx8labError(
+                f"program: {where}: the schedule has a NoC reduction task but no reduction "
+                "for the op; re-run group-cost"
+            )
+        res = op.results[0]
+        name = self.names[res.key]
+        result = self._spm(
+            name, use_label(reads[name], self.generations), res.type.dtype,
+            op_layout(op).value, where,
+        )  # fmt: skip
+        staging_name = f"%{op.id}.noc"
+        label = lifetime_label(staging_name, self.imm_index[n], self.runs.get(staging_name, 1))
+        if label not in self.offsets:
+            raise Tx8labError(
+                f"program: {where}: spm_offsets has no lifetime {label!r} for its NoC "
+                "staging; the allocation does not match the schedule, re-run group-cost"
+            )
+        addr, nbytes = self.offsets[label]
+        whole = ((0, nbytes),)
+        staging = Access(
+            "spm", staging_name, staging_name, label, addr, nbytes, res.type.dtype,
+            op_layout(op).value, whole, whole,
+        )  # fmt: skip
+        plan = allreduce_plan(red.ways, red.pattern)  # type: ignore[arg-type]
+        return _NocSite(
+            head,
+            op.id,
+            result,
+            self.window_of(op, 0, result=True),
+            staging,
+            red,
+            tuple(enumerate(plan.transfers)),
+        )
+
+    def noc_commands(
+        self,
+        site: _NocSite,
+        local: int,
+        box: Window,
+        hold: Callable[[_Spm, Window], _Draft],
+    ) -> list[tuple[What, str, tuple[Any, ...], tuple[Any, ...], int, str]]:
+        """The sends, receives and adds of one all-reduce instance on tile ``local``.
+
+        Each is (what, function, reads, writes, peer tile, tag); sends and receives of an
+        empty chunk are left out (on both sides: the tiles of a group share the piece).
+        """
+        red = site.reduce
+        group = next((g for g in red.groups if local in g), None)
+        if group is None:
+            raise Tx8labError(
+                f"program: group %{self.group.id} %{site.op_id}: tile {local} of the region "
+                f"is in none of its reduction groups {red.groups}; re-run group-cost"
+            )
+        pos = group.index(local)
+        chunks = chunk_boxes(site.window(box), red.chunks, red.chunk_dim)
+        st = site.staging
+        group_id, _, _, _, _, _, task, at, _ = site.head
+        out: list[tuple[What, str, tuple[Any, ...], tuple[Any, ...], int, str]] = []
+
+        def landing(t: Transfer, chunk: Window) -> Any:
+            if not t.add:
+                return hold(site.result, chunk)
+            return replace(
+                st,
+                value=f"{st.value}{t.slot}",
+                addr=st.addr + t.slot * red.slot_bytes,
+                nbytes=red.slot_bytes,
+                holder=chunk,
+                window=chunk,
+            )
+
+        for rnd in sorted({t.round for _, t in site.transfers}):
+            now = [(k, t) for k, t in site.transfers if t.round == rnd]
+            mine = [(k, t) for k, t in now if t.src == pos] + [
+                (k, t) for k, t in now if t.dst == pos
+            ]
+            for k, t in mine:
+                chunk = chunks[t.chunk]
+                if _empty_box(chunk):
+                    continue
+                sender, receiver = self.tiles[group[t.src]], self.tiles[group[t.dst]]
+                tag = f"%{group_id} {task} {list(at)} #{k} {sender}->{receiver}"
+                land = landing(t, chunk)
+                if t.src == pos:
+                    src = hold(site.result, chunk)
+                    out.append(("send", "dte_send", (src,), (land,), receiver, tag))
+                    continue
+                out.append(("recv", "dte_recv", (), (land,), sender, tag))
+                if t.add:
+                    acc = hold(site.result, chunk)
+                    out.append(("reduce", "op_noc_add", (land, acc), (acc,), -1, ""))
+        return out
+
     # ------------------------------------------------------------------ one tile
     def commands(self, tile: int, local: int) -> list[Command]:
         """The group's commands on ``tile`` (the ``local``-th of its region)."""
@@ -1019,7 +1153,8 @@ class _Unroll:
             assert out is not None
             return out
 
-        drafts: list[tuple[_Site, Any, Any, _Draft | None, Access | None, Window]] = []
+        # the last field: a compute's box, or a NoC command's (what, function, peer, tag)
+        drafts: list[tuple[_Site, Any, Any, _Draft | None, Access | None, Any]] = []
         draft = drafts.append
         new_access = _new_access
         sites = self.sites
@@ -1056,6 +1191,10 @@ class _Unroll:
                                         index_window, index_window, axis)  # fmt: skip
                     win = _gathered(table(pbox), index_window, site.dst[7])
                 draft((site, (src,), (hold(site.dst, win),), None, gather, ()))
+            elif type(site) is _NocSite:
+                box = box_of(site.op_id, at)
+                for noc in self.noc_commands(site, local, box, hold):
+                    draft((site, noc[2], noc[3], None, None, (noc[0], noc[1], noc[4], noc[5])))
             elif type(site) is _StoreSite:
                 if site.readers is None:
                     win = site.window(box_of(site.owner, at))
@@ -1072,6 +1211,10 @@ class _Unroll:
             else:
                 imm, init, last, clobbers = None, True, True, ()
             group, what, function, op_id, op_kind, engine, task, iteration, step = site.head
+            peer, tag = -1, ""
+            if type(site) is _NocSite:
+                what, function, peer, tag = box
+                box = ()
             out.append(
                 new_command(
                     tile,
@@ -1093,6 +1236,8 @@ class _Unroll:
                     box,
                     clobbers,
                     gather,
+                    peer,
+                    tag,
                 )
             )
         return out

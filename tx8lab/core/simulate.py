@@ -17,6 +17,11 @@ Readings chosen where the sources are vague:
   in any other layout (Cx/NCx blocks, a gather's rows) it covers the whole region.
 - A partial-sum access reads and writes its accumulator, except at ``psum_init`` (write);
   a scratch (``imm``) access writes its region.
+- **NoC transfers** (a reduction dim sharded across tiles): a ``send`` is a DTE message
+  to its peer (``laws.dte`` with the route's hops; the tile's first send of the program
+  costs the first-message law), carrying its window's bytes over the links; a ``recv``
+  is the simulator's blocking receive, waiting for the send with its tag; a ``reduce`` is
+  a CT add over its elements. A group that sends is played on every tile.
 - The DDR share of a DMA counts the tiles the group runs on (the tiles with commands of it).
 - **One group, one strategy** (:func:`simulate_schedule`, the group pipeline's timer): the
   group's commands as the program would emit them for that strategy and SPM packing
@@ -32,8 +37,9 @@ Readings chosen where the sources are vague:
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tx8lab._bulk import constructor, gc_paused
@@ -56,6 +62,7 @@ from tx8lab.core.schedule.spm_alloc import Allocation
 from tx8lab.core.schedule.sw_pipeline import expand
 from tx8lab.core.schedule.tasks import ScheduleInput, Strategy, Timeline
 from tx8lab.errors import Tx8labError
+from tx8lab.hw import laws, noc
 from tx8lab.hw.config import ChipConfig
 from tx8lab.hw.laws import dma
 from tx8lab.hw.sim import ENGINES, Range, SimCommand, SimResult, simulate
@@ -139,6 +146,8 @@ class _Streams(_Ranges):
         self.cycles: dict[tuple[Any, ...], int] = {}
         self.moved: dict[tuple[tuple[int, ...], str, str], int] = {}
         self.labels: dict[tuple[str, int, tuple[int, ...]], str] = {}
+        self.sent: set[int] = set()
+        """Tiles that sent a NoC message (the first send of a launch costs more)."""
 
     def command(self, c: Command, op: Op | None, tiles: int) -> SimCommand:
         """:func:`sim_command`."""
@@ -168,6 +177,8 @@ class _Streams(_Ranges):
             if r is not None:
                 writes.append(r)
         what = c.what
+        if what == "send" or what == "recv" or what == "reduce":
+            return self.transfer(c, tuple(reads), tuple(writes), label)
         if what == "load" or what == "load_const" or what == "store":
             spm = c.writes[0] if what != "store" else c.reads[0]
             shape_key = (spm.shape, spm.dtype, spm.layout)
@@ -204,6 +215,55 @@ class _Streams(_Ranges):
                 writes.append(r)
         return _new_sim(engine, cycles, tuple(reads), tuple(writes), label, (), (), 1, -1, 0)
 
+    def transfer(
+        self, c: Command, reads: tuple[Range, ...], writes: tuple[Range, ...], label: str
+    ) -> SimCommand:
+        """A NoC send (DTE), a receive or the CT add of a landed partial sum.
+
+        A receive waits for its send once :func:`linked` sets its ``after``.
+        """
+        hw = self.hw
+        a = c.writes[0]
+        if c.what == "recv":
+            return _new_sim("recv", 0, (), writes, label, (), (), 1, -1, 0)
+        if c.what == "reduce":
+            law = laws.ct(math.prod(a.shape), 1, a.dtype, hw)
+            return _new_sim("ct", law.cycles(hw), reads, writes, label, (), (), 1, -1, 0)
+        moved = value_bytes(a.shape, a.dtype, LayoutMode(a.layout))
+        first = c.tile not in self.sent
+        self.sent.add(c.tile)
+        law = laws.dte(moved, hw, first=first, hops=noc.hops(c.tile, c.peer, hw))
+        return _new_sim("dte", law.cycles(hw), reads, (), label, (), (), 1, c.peer, moved)
+
+
+def linked(
+    commands: Mapping[int, Sequence[Command]], streams: dict[int, list[SimCommand]]
+) -> dict[int, list[SimCommand]]:
+    """``streams`` with each receive waiting for its send (``after``, by the shared tag).
+
+    Raises:
+        Tx8labError: a receive whose send is in none of the streams.
+    """
+    sends = {
+        c.tag: (tile, i)
+        for tile, cmds in commands.items()
+        for i, c in enumerate(cmds)
+        if c.what == "send"
+    }
+    if not sends:
+        return streams
+    for tile, cmds in commands.items():
+        for i, c in enumerate(cmds):
+            if c.what != "recv":
+                continue
+            if c.tag not in sends:
+                raise Tx8labError(
+                    f"simulate: {c.label} receives {c.tag} from tile {c.peer}, which no "
+                    "command sends"
+                )
+            streams[tile][i] = dataclasses.replace(streams[tile][i], after=(sends[c.tag],))
+    return streams
+
 
 def program_streams(
     program: Program, module: Module, hw: ChipConfig
@@ -216,10 +276,11 @@ def program_streams(
             tiles_of.setdefault(c.group, set()).add(tile)
     streams = _Streams(hw)
     with gc_paused():  # every command survives: see tx8lab._bulk
-        return {
+        played = {
             tile: [streams.command(c, ops.get(c.op_id), len(tiles_of[c.group])) for c in commands]
             for tile, commands in program.tiles.items()
         }
+    return linked(program.tiles, played)
 
 
 def simulate_program(program: Program, module: Module, hw: ChipConfig) -> SimResult:
@@ -342,7 +403,10 @@ def simulate_schedule(
         offsets,
         value_names(group, schedule),
     )
-    commands = group_program(group, hw, code, chip0=True, first_tile=not every_tile)
+    # a group whose tiles exchange partial sums is played on every tile (they wait for
+    # each other)
+    first = not every_tile and not schedule.reductions
+    commands = group_program(group, hw, code, chip0=True, first_tile=first)
     busy = {tile: cmds for tile, cmds in commands.items() if cmds}
     if not busy:
         raise Tx8labError(f"simulate: group %{group.id} has no commands on any tile")
@@ -353,7 +417,7 @@ def simulate_schedule(
         tile: [played.command(c, ops.get(c.op_id), on_ddr) for c in cmds]
         for tile, cmds in busy.items()
     }
-    return sim_estimate(simulate(streams, hw))
+    return sim_estimate(simulate(linked(busy, streams), hw))
 
 
 __all__ = [

@@ -34,6 +34,24 @@ Readings chosen where the sources are vague:
 - **Chunks** of the ring split the elements as evenly as the CT lanes allow; a piece
   smaller than ``n`` lanes gives some tiles empty chunks (their sends carry 0 bytes).
 - **Ties** between patterns go to the simpler one: direct, then tree, then ring.
+
+**All-reduce** (:func:`allreduce_plan`, :func:`allreduce_over_noc`): what a group whose
+reduction dim is sharded across tiles runs, so that every tile of a reduction group holds
+the whole sum afterwards (the ops after it read it on every tile, and every tile stores
+the same bytes). Each pattern is its reduction above followed by the way back:
+
+- **direct**: every other tile sends its partial to the root, which adds them in tile
+  order; the root sends the sum to every other tile.
+- **tree**: the binomial reduce above; then the same tree backwards, each tile sending
+  the sum to the tile it got a partial from.
+- **ring**: the reduce-scatter above (chunk ``(i + 1) mod n`` whole on tile ``i``), then
+  an all-gather around the same ring (``n - 1`` steps passing whole chunks on).
+
+One sum is computed per element and copied, so every tile holds the same bytes. Every
+receive that adds lands in a staging *slot* of its own (no slot is reused within one
+all-reduce, so a send never waits for its receiver to free one); a receive that copies
+lands on the receiver's sum itself. Per tile and round the sends come first, then the
+receives in the order of :func:`allreduce_plan`.
 """
 
 from __future__ import annotations
@@ -185,11 +203,10 @@ def reduction_streams(
                 b.receive_add(dst, src, idx, area, land, 0, num_bytes)
         b.store(order[0], 0, num_bytes, 1)
     elif pattern == "ring":
-        elements = num_bytes // b.elem
         lanes = hw.tile.ct_lanes(dtype)
-        per = math.ceil(math.ceil(elements / n) / lanes) * lanes
-        bounds = [(min(c * per, elements) * b.elem, min((c + 1) * per, elements) * b.elem)
-                  for c in range(n)]  # fmt: skip
+        bounds = [
+            (lo * b.elem, hi * b.elem) for lo, hi in chunk_bounds(num_bytes // b.elem, n, lanes)
+        ]
         for s in range(n - 1):
             chunks: list[tuple[int, int, int, int, int, int, Range]] = []
             for i, src in enumerate(order):
@@ -228,4 +245,211 @@ def reduce_over_noc(
     return tuple(sorted(out, key=lambda r: (r.cycles, PATTERNS.index(r.pattern))))
 
 
-__all__ = ["PATTERNS", "Pattern", "Reduction", "reduce_over_noc", "reduction_streams"]
+# ------------------------------------------------------------------ all-reduce
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """One payload of an all-reduce, between positions of its reduction group."""
+
+    round: int
+    src: int
+    """Position (index into the group's tiles) of the sender."""
+    dst: int
+    chunk: int
+    """Which of the plan's chunks of the piece it carries."""
+    slot: int
+    """The receiver adds it from its staging slot ``slot``; -1: it lands on the sum (copy)."""
+
+    @property
+    def add(self) -> bool:
+        """True when the receiver adds the payload into its sum."""
+        return self.slot >= 0
+
+
+@dataclass(frozen=True)
+class AllReducePlan:
+    """The transfers of one pattern over ``n`` positions (module docstring)."""
+
+    pattern: Pattern
+    n: int
+    chunks: int
+    """The piece is cut in this many chunks (1 but for the ring)."""
+    transfers: tuple[Transfer, ...]
+
+    @property
+    def slots(self) -> int:
+        """Staging slots the busiest receiver needs (each one chunk)."""
+        per: dict[int, int] = {}
+        for t in self.transfers:
+            if t.add:
+                per[t.dst] = max(per.get(t.dst, 0), t.slot + 1)
+        return max(per.values(), default=0)
+
+    def steps(self, position: int) -> list[Transfer]:
+        """What ``position`` does, in order: per round its sends, then its receives."""
+        out: list[Transfer] = []
+        for r in sorted({t.round for t in self.transfers}):
+            now = [t for t in self.transfers if t.round == r]
+            out += [t for t in now if t.src == position]
+            out += [t for t in now if t.dst == position]
+        return out
+
+
+def allreduce_plan(n: int, pattern: Pattern) -> AllReducePlan:
+    """The transfers of an all-reduce over ``n`` positions (module docstring).
+
+    Examples:
+        >>> [(t.src, t.dst, t.slot) for t in allreduce_plan(3, "direct").transfers]
+        [(1, 0, 0), (2, 0, 1), (0, 1, -1), (0, 2, -1)]
+        >>> allreduce_plan(4, "ring").slots, allreduce_plan(4, "tree").slots
+        (3, 2)
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+        raise Tx8labError(f"all-reduce: needs at least 2 tiles, got {n!r}")
+    out: list[Transfer] = []
+    if pattern == "direct":
+        out += [Transfer(0, p, 0, 0, p - 1) for p in range(1, n)]
+        out += [Transfer(1, 0, p, 0, -1) for p in range(1, n)]
+        return AllReducePlan(pattern, n, 1, tuple(out))
+    if pattern == "tree":
+        rounds = math.ceil(math.log2(n))
+        for r in range(rounds):
+            step = 1 << r
+            out += [Transfer(r, i, i - step, 0, r) for i in range(step, n, 2 * step)]
+        for k, r in enumerate(reversed(range(rounds))):
+            step = 1 << r
+            out += [Transfer(rounds + k, i - step, i, 0, -1) for i in range(step, n, 2 * step)]
+        return AllReducePlan(pattern, n, 1, tuple(out))
+    if pattern == "ring":
+        for s in range(n - 1):
+            out += [Transfer(s, i, (i + 1) % n, (i - s) % n, s) for i in range(n)]
+        for s in range(n - 1):
+            r = n - 1 + s
+            out += [Transfer(r, i, (i + 1) % n, (i + 1 - s) % n, -1) for i in range(n)]
+        return AllReducePlan(pattern, n, n, tuple(out))
+    raise Tx8labError(f"all-reduce: unknown pattern {pattern!r}; use one of {PATTERNS}")
+
+
+def chunk_bounds(elements: int, chunks: int, lanes: int) -> list[tuple[int, int]]:
+    """``[lo, hi)`` element bounds of each chunk: even shares rounded up to ``lanes``.
+
+    Examples:
+        >>> chunk_bounds(100, 4, 16)
+        [(0, 32), (32, 64), (64, 96), (96, 100)]
+    """
+    per = math.ceil(math.ceil(elements / chunks) / lanes) * lanes
+    return [(min(c * per, elements), min((c + 1) * per, elements)) for c in range(chunks)]
+
+
+def allreduce_streams(
+    groups: Sequence[Sequence[int]], num_bytes: int, dtype: str, hw: ChipConfig, pattern: Pattern
+) -> dict[int, list[SimCommand]]:
+    """Per-tile streams of one all-reduce in each of ``groups`` at once (they share links).
+
+    Each group's tiles hold partials of one ``num_bytes`` piece at SPM ``[0, num_bytes)``;
+    staging slot ``k`` is the chunk-sized area after it.
+
+    Raises:
+        Tx8labError: as :func:`reduction_streams`, or a tile in two groups.
+    """
+    streams: dict[int, list[SimCommand]] = {}
+    for tiles in groups:
+        order = _check(tiles, num_bytes, dtype, hw)
+        if set(order) & set(streams):
+            raise Tx8labError(
+                f"all-reduce: tiles {sorted(set(order) & set(streams))} in two groups"
+            )
+        streams.update({t: [] for t in order})
+    elem = element_bytes(dtype)
+    lanes = hw.tile.ct_lanes(dtype)
+    sent: set[int] = set()
+    for tiles in groups:
+        order = list(tiles)
+        plan = allreduce_plan(len(order), pattern)
+        bounds = [
+            (lo * elem, hi * elem) for lo, hi in chunk_bounds(num_bytes // elem, plan.chunks, lanes)
+        ]
+        slot_bytes = max(hi - lo for lo, hi in bounds)
+        where: dict[Transfer, int] = {}
+        by_round: dict[int, list[Transfer]] = {}
+        for t in plan.transfers:
+            by_round.setdefault(t.round, []).append(t)
+        for r in sorted(by_round):
+            for t in by_round[r]:
+                src, dst = order[t.src], order[t.dst]
+                lo, hi = bounds[t.chunk]
+                law = laws.dte(hi - lo, hw, first=src not in sent, hops=noc.hops(src, dst, hw))
+                sent.add(src)
+                streams[src].append(
+                    SimCommand(
+                        "dte",
+                        law.cycles(hw),
+                        (Range("spm", lo, hi),),
+                        (),
+                        f"{pattern} {'partial' if t.add else 'sum'} to {dst}",
+                        dst_tile=dst,
+                        noc_bytes=hi - lo,
+                    )
+                )
+                where[t] = len(streams[src]) - 1
+            for t in by_round[r]:
+                src, dst = order[t.src], order[t.dst]
+                lo, hi = bounds[t.chunk]
+                acc = Range("spm", lo, hi)
+                land = (
+                    Range(
+                        "spm",
+                        num_bytes + t.slot * slot_bytes,
+                        num_bytes + t.slot * slot_bytes + hi - lo,
+                    )
+                    if t.add
+                    else acc
+                )
+                streams[dst].append(
+                    SimCommand("recv", 0, (), (land,), f"recv from {src}", ((src, where[t]),))
+                )
+                if t.add:
+                    law = laws.ct((hi - lo) // elem, 1, dtype, hw)
+                    streams[dst].append(
+                        SimCommand("ct", law.cycles(hw), (land, acc), (acc,), f"add {src}")
+                    )
+    return streams
+
+
+def allreduce_over_noc(
+    groups: Sequence[Sequence[int]],
+    num_bytes: int,
+    dtype: str,
+    hw: ChipConfig,
+    patterns: Sequence[Pattern] = PATTERNS,
+) -> tuple[Reduction, ...]:
+    """Every pattern's all-reduce in all ``groups`` at once, simulated, fastest first.
+
+    Examples:
+        >>> from tx8lab.hw.presets import TX81
+        >>> cols = [[x, x + 4, x + 8, x + 12] for x in range(4)]
+        >>> got = allreduce_over_noc(cols, 64 << 10, "f16", TX81)
+        >>> sorted(r.pattern for r in got)
+        ['direct', 'ring', 'tree']
+    """
+    out = []
+    for p in patterns:
+        streams = allreduce_streams(groups, num_bytes, dtype, hw, p)
+        out.append(Reduction(p, streams, simulate(streams, hw)))
+    return tuple(sorted(out, key=lambda r: (r.cycles, PATTERNS.index(r.pattern))))
+
+
+__all__ = [
+    "PATTERNS",
+    "AllReducePlan",
+    "Pattern",
+    "Reduction",
+    "Transfer",
+    "allreduce_over_noc",
+    "allreduce_plan",
+    "allreduce_streams",
+    "chunk_bounds",
+    "reduce_over_noc",
+    "reduction_streams",
+]

@@ -14,7 +14,8 @@ Readings chosen where the seed is vague:
   ``Tensor`` before the output when there is one: the seed's example weight layouts are
   OIHW/HWOI, and this library's weight is ``[Cout, KH, KW, Cin/group]``, i.e. OHWI.
 - Iteration dims: ``(N, OH, OW, OC, IC)`` with IC = Cin/group the reduction (loop ``ic``,
-  not shardable). A slice of OH/OW reads the input rows/columns its windows cover
+  not shardable; an ordinary conv's may be cut across tiles with a NoC reduction,
+  ``noc_reduce``). A slice of OH/OW reads the input rows/columns its windows cover
   (``(oh - 1) * stride + dilated kernel``, the halo, clipped to the input); the input's C
   follows IC for an ordinary conv, OC (divided by the channel multiplier) for a depthwise
   one, and is taken whole for other grouped convs.
@@ -236,7 +237,7 @@ class Conv2d(OpDef):
             IterDim("OH", oh),
             IterDim("OW", ow),
             IterDim("OC", oc, "oc"),
-            IterDim("IC", cg, "ic", shardable=False),
+            IterDim("IC", cg, "ic", shardable=False, noc_reduce=int(self.attr(op, "group")) == 1),
         )
 
     def _channel_map(self, op: Op) -> int | None:

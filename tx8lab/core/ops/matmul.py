@@ -12,8 +12,9 @@ Readings chosen where the seed is vague:
 - ``layout_str`` (seed 001 layoutInitPass) is ``Tensor``/``NTensor`` for every operand
   and the result, by each one's dim 0: "Tensor-Tensor-Tensor" for a Gemm of [1, K] rows.
 - Iteration dims: the result's (batch dims, M, N), then the reduction dim K (loop ``ic``;
-  splitting it in time accumulates partial sums; it is not shardable, a cross-tile
-  reduction is not modelled). N is the output channel (loop ``oc``).
+  splitting it in time accumulates partial sums; cut across tiles (``noc_reduce``) each
+  tile holds a partial sum the tiles add over the NoC). N is the output channel (loop
+  ``oc``).
 - Cost: ``(batch, M, K, N)`` of the slice on the NE, padded to its 8x16x8 granule; Gemm's
   alpha/beta/bias are NE post-processing (seed 001: "计算之后,还可以进行后处理") and cost
   nothing extra.
@@ -230,5 +231,5 @@ def _product_dims(out: tuple[int, ...], inner: int) -> tuple[IterDim, ...]:
         *batch,
         IterDim("M", out[-2]),
         IterDim("N", out[-1], "oc"),
-        IterDim("K", inner, "ic", shardable=False),
+        IterDim("K", inner, "ic", shardable=False, noc_reduce=True),
     )

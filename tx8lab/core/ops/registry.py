@@ -48,8 +48,12 @@ Readings chosen where the seed is vague:
   Each has a loop level: reduction dims ``ic``, the last result dim ``oc`` (the channel of
   NHWC and ``[.., hidden]`` tensors), the others ``nh`` (seed DS_UpdateSliceIR's IC, OC,
   NH stages). A dim that cannot be cut (a softmax axis, BatchNorm's C in time) says so
-  with ``shardable`` / ``splittable``; sharding a reduction dim would need a cross-tile
-  reduction, which the schedule does not model, so reduction dims are never shardable.
+  with ``shardable`` / ``splittable``. A reduction dim is not ``shardable``: a tile
+  holding part of it has a partial sum. Those whose partial sums add (a matmul's K, a
+  conv's input channels) say ``noc_reduce``: they may be cut across tiles when the tiles
+  then sum their partials over the NoC (seed SecsInfo sharding modes 1-3; the schedule's
+  all-reduce, ``tx8lab.core.schedule.slicing``). Nothing cuts them unless asked (the
+  factor spaces and the default strategy read ``shardable``).
 - **Slice sizes** are ``ceil(ceil(size / shard) / split)`` per iteration dim (the seed's
   BatchNorm rule: the input is sharded on C and split on N, H, W; its 1x1x1xC parameters
   follow the input's C shard and are never split). An operand dim maps to an iteration
@@ -172,6 +176,9 @@ class IterDim:
     """May be cut across tiles."""
     splittable: bool = True
     """May be cut in time (a loop on the tile)."""
+    noc_reduce: bool = False
+    """A reduction dim that may be cut across tiles, the tiles' partial sums then added
+    over the NoC (module docstring, **Iteration dims**)."""
 
     @property
     def reduce(self) -> bool:
@@ -547,7 +554,7 @@ class OpDef:
                 if factor == 1:
                     continue
                 if field == "shard":
-                    allowed = dim.shardable
+                    allowed = dim.shardable or dim.noc_reduce
                 elif field == "split":
                     allowed = dim.splittable
                 else:
@@ -781,7 +788,9 @@ class OpDef:
         dims = self.iter_dims(op)
         shard = iteration_vector(self, op, dims, param.out_sharding, "outSharding")
         split = iteration_vector(self, op, dims, param.out_split, "outSplit")
-        if shard and any(f > 1 and not d.shardable for f, d in zip(shard, dims, strict=True)):
+        if shard and any(
+            f > 1 and not (d.shardable or d.noc_reduce) for f, d in zip(shard, dims, strict=True)
+        ):
             shard = []
         if split and any(f > 1 and not d.splittable for f, d in zip(split, dims, strict=True)):
             split = []

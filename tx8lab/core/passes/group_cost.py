@@ -72,6 +72,9 @@ Readings chosen:
   dte kcore``), ``stall_ms`` and ``costliest_stall``. ``simulate_top=0`` is the seed's
   plan-only group-cost. A template hit takes its template's simulated figures (the same
   commands on other buffers).
+- **NoC reductions** (``noc``, off by default): the search also weighs strategies that
+  shard a matmul's K or a conv's IC across tiles and all-reduce the partial sums over the
+  NoC (``search`` module docstring); ``noc=false`` is the non-communicating space.
 - **Progress**: while searching, each finished group is reported through the
   :class:`~tx8lab.core.passes.base.PassContext` (groups done, template hits); the
   runner's ``Progress`` instrument draws the bar. It never changes results.
@@ -164,6 +167,10 @@ class GroupCost(Pass):
         3, "candidates the tile simulator plays (the plan's best; 0 = the plan decides)", min=0
     )
     """The module docstring's "Simulated cost"."""
+    noc: bool = knob(
+        False, "search strategies that shard a reduction dim and sum partials over the NoC"
+    )
+    """The module docstring's "NoC reductions" (``--set group-cost.noc=true``)."""
 
     def run(self, module: Module, hw: ChipConfig) -> PassResult:
         return self.run_with(module, hw, PassContext())
@@ -413,6 +420,7 @@ class GroupCost(Pass):
             chips=cut,
             timer=self.timer(),
             simulate_top=max(self.simulate_top, 1),
+            noc=self.noc,
         )
 
     def timer(self) -> GroupTimer | None:

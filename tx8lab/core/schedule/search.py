@@ -85,6 +85,17 @@ Readings chosen where the seed is vague:
   :class:`~tx8lab.core.schedule.chip_cuts.ChipCut`): every candidate, the default included,
   carries the group's chip cut (``OpStrategy.chips``); the tiles share one chip's piece.
   The sharding levels stay those of the whole tensors (not recomputed per chip piece).
+- **NoC reductions** (``noc=True``, group-cost's ``noc`` knob; seed SecsInfo sharding
+  modes 1-3). After the levels above, the walk runs again for each width ``k`` of
+  :func:`noc_ways_of` (2, 4, 8, 16 while it divides the group's tiles and some
+  ``noc_reduce`` dim is that long): the output op's levels over ``tiles / k`` tiles,
+  each candidate propagated as usual and then every op with a ``noc_reduce`` dim (a
+  matmul's K, a conv's IC) sharded by ``k`` on it (:func:`noc_sharded`): each tile sums
+  a ``1/k`` share and the tiles all-reduce the partials over the NoC (slicing's ``noc``
+  task). Their rows say ``K/k`` after the vector and ``comm == "k-reduce"``; pruning,
+  the budget and the level rules apply as to any candidate, and the space counts them.
+  Producers of a K-sharded operand are not asked to cut K (they compute it whole and
+  each tile reads its share).
 - **Memory.** Every OK candidate keeps its run (timeline, lifetimes, packing), so the
   factor-space view shows any candidate without scheduling it again.
 - **Simulated ranking** (issue 19: one tile model for every figure). The walk, its
@@ -118,8 +129,10 @@ from typing import Any, Literal
 import pandas as pd
 
 from tx8lab.core.attrs import TAG_DDR
-from tx8lab.core.ir import Op
+from tx8lab.core.grouping import is_compute
+from tx8lab.core.ir import TERMINATORS, Op
 from tx8lab.core.ops import get_op_def
+from tx8lab.core.ops.registry import effective_split
 from tx8lab.core.schedule.chip_cuts import ChipCut, with_chips
 from tx8lab.core.schedule.sharding import (
     ShardingLevel,
@@ -207,6 +220,9 @@ class Candidate:
     """The plan's cycles (the lock-step timeline's makespan) of an OK candidate."""
     simulated: bool = False
     """Played by the tile simulator (module docstring, "Simulated ranking")."""
+    comm: str = "none"
+    """``k-reduce`` when its reduction dims are sharded across tiles (module docstring,
+    "NoC reductions"), else ``none``."""
 
 
 def _evaluated(rows: Sequence[Candidate]) -> int:
@@ -283,6 +299,7 @@ class SearchResult:
             "plan_cycles",
             "simulated",
             "spm_peak_bytes",
+            "comm",
         ]
         rows = [
             {**{k: getattr(c, k) for k in cols}, "status": c.status, "reason": c.reason}
@@ -451,6 +468,57 @@ def _key(strategy: Strategy) -> tuple[Any, ...]:
     return tuple(sorted((k, v.shard, v.split, v.chips) for k, v in strategy.ops.items()))
 
 
+def noc_ways_of(group: Op, tiles: int) -> list[int]:
+    """The NoC reduction widths a search tries (module docstring, "NoC reductions").
+
+    Powers of two dividing ``tiles`` that some op's ``noc_reduce`` dim is as long as.
+    """
+    longest = 0
+    for op in group.regions[0].ops:
+        if op.kind in TERMINATORS or not is_compute(op):
+            continue
+        for d in get_op_def(op.kind).iter_dims(op):
+            if d.noc_reduce:
+                longest = max(longest, d.size)
+    out = []
+    k = 2
+    while k <= tiles and tiles % k == 0 and k <= longest:
+        out.append(k)
+        k *= 2
+    return out
+
+
+def noc_sharded(group: Op, strategy: Strategy, ways: int) -> Strategy:
+    """``strategy`` with each op's first ``noc_reduce`` dim sharded by ``ways``.
+
+    Its split is brought down to the chunks that hold data.
+
+    Raises:
+        Tx8labError: an op's dim is shorter than ``ways`` (naming it).
+    """
+    if ways <= 1:
+        return strategy
+    body = {op.id: op for op in group.regions[0].ops}
+    ops = dict(strategy.ops)
+    for k, st in strategy.ops.items():
+        op = body[k]
+        dims = get_op_def(op.kind).iter_dims(op)
+        i = next((i for i, d in enumerate(dims) if d.noc_reduce), None)
+        if i is None:
+            continue
+        if dims[i].size < ways:
+            raise Tx8labError(
+                f"{op.label}: dim {dims[i].name} (size {dims[i].size}) is shorter than the "
+                f"{ways} tiles its partial sums would be spread over"
+            )
+        shard = tuple(ways if j == i else s for j, s in enumerate(st.shard))
+        split = tuple(
+            effective_split(dims[j].size, ways, q) if j == i else q for j, q in enumerate(st.split)
+        )
+        ops[k] = OpStrategy(shard, split, st.chips)
+    return Strategy(ops, strategy.multi_buffer)
+
+
 # ---------------------------------------------------------------- the search
 
 
@@ -477,6 +545,7 @@ class _Search:
         timer: GroupTimer | None = None,
         simulate_top: int = SIMULATE_TOP,
         budget: int | None = SEARCH_BUDGET,
+        noc: bool = False,
     ) -> None:
         self.group, self.hw, self.mode, self.budget_s = group, hw, mode, budget_s
         self.budget = budget
@@ -484,8 +553,16 @@ class _Search:
         self.timer, self.simulate_top = timer, simulate_top
         self.plan_best: Candidate | None = None
         self.start = time.perf_counter()
-        self.outs = _outs(group, group_tile_budget(group, hw)) if mode != "default" else []
+        tiles = group_tile_budget(group, hw)
+        self.outs = _outs(group, tiles) if mode != "default" else []
         self.size = _space_size(self.outs) if mode != "default" else 1
+        self.ways = 1
+        """Tiles per NoC reduction group of the candidates being built (1: none)."""
+        self.comm: dict[int, list[_Out]] = {}
+        if noc and mode != "default" and self.outs:
+            for k in noc_ways_of(group, tiles):
+                self.comm[k] = _outs(group, tiles // k)
+                self.size += _space_size(self.comm[k]) - 1
         self.rows: list[Candidate] = []
         self.seen: set[Any] = set()
         self.best: Candidate | None = None
@@ -574,6 +651,8 @@ class _Search:
         else:
             self.seen.add(_key(strategy))
             cand = self._run(index, where, strategy, first)
+        if self.ways > 1:
+            cand = dataclasses.replace(cand, comm="k-reduce")
         self.rows.append(cand)
         if cand.status == "OK" and (self.best is None or (cand.cycles or 0) < self.best_cycles()):
             self.best = cand
@@ -639,10 +718,19 @@ class _Search:
                 st = _op_strategy(out, li, vi if k == 0 else 0, depth)
                 outputs[out.op.id] = param_for(out.op, st)
             prop = propagate(self.group, outputs, multi_buffer=self.settings.multi_buffer)
+            strategy = noc_sharded(self.group, prop.strategy, self.ways)
         except Tx8labError as exc:
             return None, exc, ""
-        split = prop.strategy.ops[first.op.id].split
-        return with_chips(prop.strategy, self.chips), None, str(list(split))
+        split = strategy.ops[first.op.id].split
+        return with_chips(strategy, self.chips), None, str(list(split))
+
+    def comm_levels(self) -> Iterator[SearchResult]:
+        """The levels again for each NoC reduction width (module docstring)."""
+        plain = self.outs
+        for ways, outs in self.comm.items():
+            self.outs, self.ways = outs, ways
+            yield from self.levels()
+        self.outs, self.ways = plain, 1
 
     def bound(self, strategy: Strategy) -> tuple[int, StageRecord | None]:
         """The busiest engine of data-split (0 when slicing refuses) and its record."""
@@ -739,7 +827,8 @@ class _Search:
                         self.pruned += n_depths - depth - 1
                         return
                     continue
-            cand = self.evaluate((factor, str(list(vec)), depth, split), strategy, first, error)
+            label = str(list(vec)) + (f" K/{self.ways}" if self.ways > 1 else "")
+            cand = self.evaluate((factor, label, depth, split), strategy, first, error)
             yield self.snapshot(False)
             if self.mode != "search":
                 continue
@@ -789,6 +878,7 @@ def iter_search(
     chips: ChipCut | None = None,
     timer: GroupTimer | None = None,
     simulate_top: int = SIMULATE_TOP,
+    noc: bool = False,
 ) -> Iterator[SearchResult]:
     """Anytime search: yields a :class:`SearchResult` after each candidate (best so far).
 
@@ -806,7 +896,7 @@ def iter_search(
     settings = StageSettings(multi_buffer, retract, alloc, alloc_time_limit_s, True, alloc_nodes)
     if simulate_top < 1:
         raise Tx8labError(f"search: simulate_top={simulate_top}; simulate at least 1 candidate")
-    search = _Search(group, hw, mode, budget_s, settings, chips, timer, simulate_top, budget)
+    search = _Search(group, hw, mode, budget_s, settings, chips, timer, simulate_top, budget, noc)
     if mode == "exhaustive" and search.size > max_space:
         raise Tx8labError(
             f"group %{group.id}: exhaustive search over {search.size} candidates exceeds "
@@ -821,6 +911,7 @@ def iter_search(
         return
     yield search.snapshot(False)
     yield from search.levels()
+    yield from search.comm_levels()
     if search.best is None:
         rows = search.rows
         reasons = "; ".join(sorted({c.reason.split(";")[0] for c in rows if c.reason}))[:600]
@@ -847,6 +938,7 @@ def search_group(
     chips: ChipCut | None = None,
     timer: GroupTimer | None = None,
     simulate_top: int = SIMULATE_TOP,
+    noc: bool = False,
 ) -> SearchResult:
     """Run :func:`iter_search` to the end; the result with every candidate and the best.
 
@@ -868,6 +960,7 @@ def search_group(
         chips=chips,
         timer=timer,
         simulate_top=simulate_top,
+        noc=noc,
     )
     last = next(results)
     for last in results:  # noqa: B007 - the last one is the answer
@@ -916,6 +1009,7 @@ def schedule_group(
     chips: ChipCut | None = None,
     timer: GroupTimer | None = None,
     simulate_top: int = SIMULATE_TOP,
+    noc: bool = False,
 ) -> ScheduledGroup:
     """group-cost's strategy for ``group`` through :func:`run_group`.
 
@@ -956,6 +1050,7 @@ def schedule_group(
         chips=chips,
         timer=timer,
         simulate_top=simulate_top,
+        noc=noc,
     )
     best = found.best
     assert best is not None

@@ -77,6 +77,20 @@ Readings chosen where the seed is vague:
   ``mem_inplace`` op's result reuses operand 0's buffer (``in_place_of``) when that value
   has no other reader, lives in the same loop body, has the same size and is not a value
   the op's kernel overwrites (the result and the kernel's scratch would share bytes).
+- **Reductions across tiles** (seed SecsInfo sharding modes 1-3, issue "spatial"). An op
+  whose reduction dim is sharded across tiles (``IterDim.noc_reduce``: a matmul's K, a
+  conv's IC) leaves a partial sum on each tile. A ``noc:%7`` task (engine ``tdma``)
+  follows each result chunk (placed like a store of it: after the last partial of a
+  split K) and all-reduces it in place, so every tile of a reduction group then holds
+  the sum and the ops after it, and the stores, read it as if it had been computed
+  whole. The tiles of a reduction group are those whose coordinates (the program's
+  mixed radix, :func:`tile_order`) differ only on the reduction dims, in the order of
+  those (``NocReduce.groups``, which the program follows). The pattern (direct, tree, ring:
+  ``collectives.allreduce_plan``) is the fastest when every group runs it at once on
+  the simulator (links shared); its staging slots are the ``%7.noc`` scratch buffer.
+  The pattern is chosen by time alone, not by the SPM its staging takes. The product of
+  the op's shards must divide the group's tiles (the tiles past it repeat whole groups).
+  Partial sums travel in the result's element type.
 - Values in DDR (block arguments, ``bypasscodegen`` LoadConsts such as an embedding table,
   StoreVar results) have no SPM buffer; a compute op reading one directly is noted.
 - **Default strategy.** Shard the largest group dim that every member may shard and that
@@ -91,18 +105,21 @@ Readings chosen where the seed is vague:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from tx8lab.core.attrs import Engine as OpEngine
+from tx8lab.core.attrs import LayoutMode
 from tx8lab.core.grouping import is_compute
 from tx8lab.core.ir import TERMINATORS, Module, Op
 from tx8lab.core.ops import OPS, get_op_def
 from tx8lab.core.ops.registry import (
     IterDim,
     SliceShape,
+    Window,
     effective_split,
     op_layout,
     slice_extent,
@@ -111,6 +128,7 @@ from tx8lab.core.ops.registry import (
 from tx8lab.core.schedule.tasks import (
     Buffer,
     Engine,
+    NocReduce,
     Node,
     OpStrategy,
     Repeat,
@@ -119,6 +137,7 @@ from tx8lab.core.schedule.tasks import (
     Task,
 )
 from tx8lab.errors import SpmOverflow, Tx8labError
+from tx8lab.hw import collectives
 from tx8lab.hw import cost as hwcost
 from tx8lab.hw.config import ChipConfig
 
@@ -563,6 +582,8 @@ class _Item:
     """Loops whose chunk changes each written value (a partial sum does not change with IC)."""
     clobbers: list[ValueKey] = field(default_factory=list)
     """Values it reads whose buffer its kernel overwrites (``clobbered_operands``)."""
+    noc: bool = False
+    """The all-reduce over the NoC of its op's partial sums (**Reductions across tiles**)."""
 
     @property
     def level(self) -> int:
@@ -571,7 +592,7 @@ class _Item:
 
     @property
     def id(self) -> str:
-        return f"{self.engine}:%{self.op.id}"
+        return f"noc:%{self.op.id}" if self.noc else f"{self.engine}:%{self.op.id}"
 
 
 def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
@@ -655,6 +676,21 @@ def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
                     clobbers=clobbers,
                 )
             )
+            if noc_ways(p.dims, p.strategy) > 1:
+                # after its last partial: sum the tiles' partials in place, once per result chunk
+                res = op.results[0].key
+                items.append(
+                    _Item(
+                        op,
+                        "tdma",
+                        changes[res],
+                        [res],
+                        [],
+                        {res: p.slice.results[0]},
+                        clobbers=[res],
+                        noc=True,
+                    )
+                )
     _check_clobbers(body, items)
     return _gathers_after_their_indices(items)
 
@@ -830,7 +866,11 @@ def _nest(
 
 
 def _buffers(
-    body: _Body, plan: SlicePlan, items: list[_Item], hw: ChipConfig
+    body: _Body,
+    plan: SlicePlan,
+    items: list[_Item],
+    hw: ChipConfig,
+    reductions: Mapping[int, NocReduce],
 ) -> tuple[dict[str, Buffer], dict[ValueKey, str], dict[str, bool]]:
     """Buffers, the buffer id of each SPM value, and whether each is written in a loop."""
     align = hw.tile.spm_align_bytes
@@ -893,6 +933,12 @@ def _buffers(
     # scratch and partial sums
     for it in items:
         if it.op.id not in plan.ops:
+            continue
+        if it.noc:
+            name = f"%{it.op.id}.noc"
+            red = reductions[it.op.id]
+            buffers[name] = Buffer(name, it.op.id, red.slots * red.slot_bytes, "imm")
+            in_loop[name] = False
             continue
         p = plan.ops[it.op.id]
         imm = get_op_def(it.op.kind).imm_bytes(it.op, p.slice)
@@ -959,13 +1005,23 @@ def _build(
         items = _reload_before_first_reader(body, items)
         nested = _nest(items, plan.slots, 0, (), (), [0])
     _check_clobber_loops(body, plan, items)
-    buffers, names, _ = _buffers(body, plan, items, hw)
+    reductions = {it.op.id: _noc_reduce(body, plan, it, hw) for it in items if it.noc}
+    buffers, names, _ = _buffers(body, plan, items, hw, reductions)
     tiles = plan.tiles
 
     def task(it: _Item, stage: str) -> Task:
         reads = tuple(names[k] for k in it.reads if k in names)
         # an overwritten operand's buffer is written too (in place, the same version)
         writes = tuple(names[k] for k in (*it.writes, *it.clobbers) if k in names)
+        if it.noc:
+            red = reductions[it.op.id]
+            writes = (*writes, f"%{it.op.id}.noc")
+            text = (
+                f"{it.id} all-reduce of {red.ways} partial sums over the NoC, {red.pattern} "
+                f"(simulated, {len(red.groups)} groups at once): {red.cycles:,} cycles; "
+                + ", ".join(f"{p} {c:,}" for p, c in red.alternatives)
+            )
+            return Task(it.id, it.op.id, it.engine, red.cycles, reads, writes, stage, text)
         psum = f"%{it.op.id}.psum"
         imm = f"%{it.op.id}.imm"
         if psum in buffers:
@@ -990,8 +1046,161 @@ def _build(
 
     counts = ", ".join(f"{s}={plan.loop_counts[s]}" for s in STAGES)
     notes.insert(0, f"loop counts {counts}; {tiles} tiles")
-    si = ScheduleInput(body.group.id, convert(nested, ""), buffers, tiles, tuple(notes))
+    for op_id, red in reductions.items():
+        notes.append(
+            f"%{op_id} sums its partials over the NoC: {red.ways} tiles per group, "
+            f"{red.pattern} all-reduce, {red.noc_bytes:,} bytes per run"
+        )
+    si = ScheduleInput(body.group.id, convert(nested, ""), buffers, tiles, tuple(notes), reductions)
     return si, replace(plan, notes=tuple(notes))
+
+
+def noc_ways(dims: Sequence[IterDim], strategy: OpStrategy) -> int:
+    """Tiles whose partial sums one result piece adds: the shards of its reduction dims.
+
+    Examples:
+        >>> from tx8lab.core.ops.registry import IterDim
+        >>> dims = (IterDim("M", 8), IterDim("K", 64, "ic", shardable=False, noc_reduce=True))
+        >>> noc_ways(dims, OpStrategy((2, 4), (1, 1)))
+        4
+    """
+    return math.prod(s for d, s in zip(dims, strategy.shard, strict=True) if d.reduce)
+
+
+def chunk_dim(shape: Sequence[int], chunks: int) -> int:
+    """The dim a ring cuts a result piece along: the first at least ``chunks`` long.
+
+    Else the longest, so a chunk is one box.
+
+    Examples:
+        >>> chunk_dim((1, 7, 7, 512), 4), chunk_dim((1, 2, 2, 3), 4)
+        (1, 3)
+    """
+    for i, d in enumerate(shape):
+        if d >= chunks:
+            return i
+    return max(range(len(shape)), key=lambda i: (shape[i], -i)) if shape else 0
+
+
+def chunk_boxes(box: Window, chunks: int, dim: int) -> list[Window]:
+    """``box`` cut in ``chunks`` along ``dim`` (``ceil`` shares; the last ones may be empty).
+
+    Examples:
+        >>> chunk_boxes(((0, 1), (4, 9)), 2, 1)
+        [((0, 1), (4, 7)), ((0, 1), (7, 9))]
+    """
+    if not box:
+        return [box] * chunks
+    lo, hi = box[dim]
+    per = -(-(hi - lo) // chunks)
+    out = []
+    for c in range(chunks):
+        a = min(hi, lo + c * per)
+        b = min(hi, lo + (c + 1) * per)
+        out.append(tuple((a, b) if i == dim else w for i, w in enumerate(box)))
+    return out
+
+
+def region_tiles(group: Op, hw: ChipConfig) -> list[int]:
+    """Tile ids of the group's ``dev_region``, row by row (its *local* indices' tiles)."""
+    region = group.attrs.get("dev_region")
+    cols = hw.mesh_cols
+    if isinstance(region, tuple) and len(region) == 4:
+        x0, y0, dx, dy = (int(v) for v in region)
+    else:
+        x0, y0, dx, dy = 0, 0, cols, hw.mesh_rows
+    return [(y0 + r) * cols + (x0 + c) for r in range(dy) for c in range(dx)]
+
+
+def tile_order(
+    strategy: Strategy, root: Mapping[tuple[int, int], tuple[int, int]]
+) -> dict[tuple[int, int], tuple[int, tuple[int, int]]]:
+    """Group dim -> its sort key among an op's sharded dims (the program's **Tiles**).
+
+    A dim fewer ops shard varies slower, then by group dim.
+    """
+    sharded_by: dict[tuple[int, int], int] = {}
+    for op_id, st in strategy.ops.items():
+        for r in {root[(op_id, i)] for i, s in enumerate(st.shard) if s > 1}:
+            sharded_by[r] = sharded_by.get(r, 0) + 1
+    return {r: (n, r) for r, n in sharded_by.items()}
+
+
+def _noc_reduce(body: _Body, plan: SlicePlan, it: _Item, hw: ChipConfig) -> NocReduce:
+    op = it.op
+    p = plan.ops[op.id]
+    ways = noc_ways(p.dims, p.strategy)
+    st = p.strategy
+    op_tiles = math.prod(st.shard)
+    budget = body.tile_budget(hw)
+    if budget % op_tiles:
+        raise Tx8labError(
+            f"group %{body.group.id}: {_label(op)} sums its partials over {ways} tiles, but its "
+            f"{op_tiles} tiles {st.shard} do not divide the group's {budget}: the tiles "
+            "past them would repeat a reduction group in part; use a shard whose product "
+            f"divides {budget}"
+        )
+    order = tile_order(Strategy({k: q.strategy for k, q in plan.ops.items()}), body.group_dim)
+    sharded = sorted(
+        (order[body.group_dim[(op.id, i)]], i) for i, s in enumerate(st.shard) if s > 1
+    )
+    radix = [st.shard[i] for _, i in sharded]
+    members: dict[tuple[int, ...], dict[tuple[int, ...], int]] = {}
+    for local in range(budget):
+        rest, digits = local, [0] * len(radix)
+        for k in range(len(radix) - 1, -1, -1):
+            digits[k], rest = rest % radix[k], rest // radix[k]
+        keep = tuple(d for (_, i), d in zip(sharded, digits, strict=True) if not p.dims[i].reduce)
+        pos = tuple(d for (_, i), d in zip(sharded, digits, strict=True) if p.dims[i].reduce)
+        members.setdefault((rest, *keep), {})[pos] = local
+    groups = tuple(tuple(g[k] for k in sorted(g)) for _, g in sorted(members.items()))
+    tiles = region_tiles(body.group, hw)
+    res = op.results[0].type
+    return _noc_choice(
+        tuple(p.slice.results[0]),
+        res.dtype,
+        op_layout(op).value,
+        ways,
+        groups,
+        tuple(t % hw.tiles_per_chip for t in tiles[:budget]),
+        hw,
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _noc_choice(
+    shape: tuple[int, ...],
+    dtype: str,
+    layout: str,
+    ways: int,
+    groups: tuple[tuple[int, ...], ...],
+    tile_of: tuple[int, ...],
+    hw: ChipConfig,
+) -> NocReduce:
+    """The fastest all-reduce of a ``shape`` piece (module docstring, **Reductions**)."""
+    mode = LayoutMode(layout)
+    num_bytes = value_bytes(shape, dtype, mode)
+    ranked = collectives.allreduce_over_noc(
+        [[tile_of[t] for t in g] for g in groups], num_bytes, dtype, hw
+    )
+    best = ranked[0]
+    plan = collectives.allreduce_plan(ways, best.pattern)
+    dim = chunk_dim(shape, plan.chunks)
+    pieces = chunk_boxes(tuple((0, d) for d in shape), plan.chunks, dim)
+    align = hw.tile.spm_align_bytes
+    slot = _align(max(value_bytes(tuple(b - a for a, b in w), dtype, mode) for w in pieces), align)
+    return NocReduce(
+        best.pattern,
+        ways,
+        groups,
+        plan.chunks,
+        dim,
+        plan.slots,
+        slot,
+        best.cycles,
+        best.noc_bytes,
+        tuple((r.pattern, r.cycles) for r in ranked),
+    )
 
 
 def _cost(

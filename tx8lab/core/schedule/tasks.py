@@ -107,6 +107,37 @@ class ScheduleInput:
     """Tiles the group runs on (all run the same pipeline on their shard)."""
     notes: tuple[str, ...] = ()
     """How the strategy was chosen or adjusted (shown by ``explain``)."""
+    reductions: Mapping[int, NocReduce] = field(default_factory=dict)
+    """Op id -> the all-reduce of its partial sums over the NoC (its reduction dim is
+    sharded across tiles): the ``tdma:%7`` task after it."""
+
+
+@dataclass(frozen=True)
+class NocReduce:
+    """How one op's partial sums are added over the NoC after each run (an all-reduce).
+
+    Spec: seed 001 SecsInfo sharding modes 1-3 (tiles holding partial sums of one output
+    communicate); the patterns are ``tx8lab.hw.collectives``'s. Chosen by slicing.
+    """
+
+    pattern: str
+    """``direct``, ``tree`` or ``ring`` (``collectives.allreduce_plan``)."""
+    ways: int
+    """Tiles in one reduction group (the product of the op's reduction-dim shards)."""
+    groups: tuple[tuple[int, ...], ...]
+    """Local tile indices of each reduction group, in position order (as costed)."""
+    chunks: int
+    """The result slice is cut in this many chunks along ``chunk_dim`` (1 but the ring)."""
+    chunk_dim: int
+    slots: int
+    """Staging slots a tile needs (``%7.noc`` is ``slots * slot_bytes``)."""
+    slot_bytes: int
+    cycles: int
+    """One all-reduce of every group at once, simulated (the task's cycles)."""
+    noc_bytes: int
+    """Payload bytes all groups send in one all-reduce."""
+    alternatives: tuple[tuple[str, int], ...] = ()
+    """Every pattern's cycles, fastest first."""
 
 
 @dataclass(frozen=True)
@@ -160,6 +191,7 @@ __all__ = [
     "BufferKind",
     "Engine",
     "Lifetime",
+    "NocReduce",
     "Node",
     "OpStrategy",
     "Repeat",
