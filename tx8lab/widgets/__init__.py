@@ -26,7 +26,9 @@ widgets and notebooks imports this package (DESIGN.md §1).
   :func:`levels_frame`.
 - :func:`write_html_report` (``report_html.py``): the standalone HTML page of a run
   (``tx8lab run --report``); :func:`mesh_figure` / :func:`mesh_frame` (``mesh.py``): a
-  group on the tile mesh (cycles, SPM peak, DMA bytes per tile).
+  group on the tile mesh (cycles, SPM peak, DMA bytes per tile); :func:`mesh_links_figure` /
+  :func:`link_frame` / :func:`tile_sim_frame`: a simulated run's NoC link traffic and
+  per-tile figures.
 - Pure parts usable headless: :func:`module_to_dot` (``graph_dot.py``), :func:`render_svg`
   (``render.py``), overlays (``overlays.py``), :func:`graph_diff` (``diff.py``);
   measured figures in ``bench.py`` (``figures()``).
@@ -38,7 +40,13 @@ from tx8lab.widgets.graph_dot import module_to_dot
 from tx8lab.widgets.graph_view import GraphView
 from tx8lab.widgets.group_tuner import GroupTuner
 from tx8lab.widgets.knob_panel import HW_FIELDS, KnobPanel
-from tx8lab.widgets.mesh import mesh_figure, mesh_frame
+from tx8lab.widgets.mesh import (
+    link_frame,
+    mesh_figure,
+    mesh_frame,
+    mesh_links_figure,
+    tile_sim_frame,
+)
 from tx8lab.widgets.overlays import (
     Overlay,
     alignment_overlay,
@@ -88,14 +96,17 @@ __all__ = [
     "group_schedule",
     "ir_diff_html",
     "levels_frame",
+    "link_frame",
     "mesh_figure",
     "mesh_frame",
+    "mesh_links_figure",
     "module_to_dot",
     "numeric_overlay",
     "render_svg",
     "restyle_svg",
     "simulated_figure",
     "spm_gantt_figure",
+    "tile_sim_frame",
     "timeline_figure",
     "write_html_report",
 ]
