@@ -111,8 +111,11 @@ def distinct_groups(module: Module, hw: ChipConfig) -> list[Op]:
     return out
 
 
-def agreement(module: Module, hw: ChipConfig | None = None) -> dict[str, Any]:
-    """Table 2's row: search vs exhaustive on every distinct group of ``module``."""
+def agreement(module: Module, hw: ChipConfig | None = None, *, noc: bool = False) -> dict[str, Any]:
+    """Table 2's row: search vs exhaustive on every distinct group of ``module``.
+
+    ``noc``: both spaces include the NoC-reduction candidates (group-cost ``noc``).
+    """
     from tx8lab.core.schedule.search import search_group, space_size
     from tx8lab.hw import TX81
 
@@ -122,9 +125,9 @@ def agreement(module: Module, hw: ChipConfig | None = None) -> dict[str, Any]:
     misses: list[str] = []
     start = time.perf_counter()
     for group in groups:
-        size = space_size(group, chip)
-        ex = search_group(group, chip, mode="exhaustive", max_space=max(size, 1))
-        got = search_group(group, chip)
+        size = space_size(group, chip, noc=noc)
+        ex = search_group(group, chip, mode="exhaustive", max_space=max(size, 1), noc=noc)
+        got = search_group(group, chip, noc=noc)
         assert ex.best is not None
         assert got.best is not None
         if got.best.cycles == ex.best.cycles:
@@ -143,16 +146,24 @@ def agreement(module: Module, hw: ChipConfig | None = None) -> dict[str, Any]:
     }
 
 
-def pipeline_wall(build: Callable[[], Module], hw: ChipConfig | None = None) -> dict[str, Any]:
-    """Table 3's row: build the model and run the whole default pipeline, seconds."""
+def pipeline_wall(
+    build: Callable[[], Module], hw: ChipConfig | None = None, *settings: str
+) -> dict[str, Any]:
+    """Table 3's row: build the model and run the whole default pipeline, seconds.
+
+    ``settings``: knobs (``group-cost.noc=true``); the row adds the total cycles.
+    """
     from tx8lab.hw import TX81
 
     start = time.perf_counter()
     module = build()
     built = time.perf_counter() - start
-    steps, wall = _run(module, hw or TX81)
+    steps, wall = _run(module, hw or TX81, *settings)
     cost = next(s for s in steps if s.name == "group-cost")
+    entries = cost.result.artifacts["groups"]
     return {
+        "cycles": int(cost.stats["total_cycles"]),
+        "communicating": sum(e.get("comm", "none") != "none" for e in entries),
         "ops": module.num_ops,
         "build_s": built,
         "passes_s": wall,
@@ -202,10 +213,14 @@ def print_tables(models: tuple[str, ...] | None = None, *, quick: bool = False) 
     print(header)
     print("-" * len(header))
     totals = {"groups": 0, "found": 0, "evaluated": 0, "space": 0}
-    for name in AGREEMENT_MODELS:
+    rows = [(name, False) for name in AGREEMENT_MODELS]
+    # the NoC-reduction space too (group-cost noc=true); vit_tiny's would take ~10 minutes
+    rows += [(name, True) for name in AGREEMENT_MODELS if name != "vit_tiny"]
+    for name, noc in rows:
         if (models is not None and name not in models) or (quick and name == "vit_tiny"):
             continue
-        got = agreement(zoo.build(name))
+        got = agreement(zoo.build(name), noc=noc)
+        name = f"{name} noc" if noc else name
         for key in totals:
             totals[key] += got[key]
         print(
@@ -223,9 +238,10 @@ def print_tables(models: tuple[str, ...] | None = None, *, quick: bool = False) 
 
     print("\nwhole pipeline (build + every default pass), seconds; targets resnet50 <= 2 s,")
     print("llama_decoder(layers=32) <= 15 s")
+    print("(noc: group-cost.noc=true, 'comm' = groups that sum partials over the NoC)")
     header = (
-        f"{'case':26} {'ops':>6} {'build s':>8} {'passes s':>9} {'total s':>8} "
-        f"{'group-cost s':>12} {'hit rate':>8}"
+        f"{'case':30} {'ops':>6} {'build s':>8} {'passes s':>9} {'total s':>8} "
+        f"{'group-cost s':>12} {'hit rate':>8} {'cycles':>14} {'comm':>5}"
     )
     print(header)
     print("-" * len(header))
@@ -233,12 +249,14 @@ def print_tables(models: tuple[str, ...] | None = None, *, quick: bool = False) 
         ("resnet50", functools.partial(zoo.build, "resnet50")),
         ("llama_decoder(layers=32)", functools.partial(zoo.build, "llama_decoder", layers=32)),
     ):
-        row = pipeline_wall(build)
-        print(
-            f"{label:26} {row['ops']:>6} {row['build_s']:>8.2f} {row['passes_s']:>9.2f} "
-            f"{row['total_s']:>8.2f} {row['cost_s']:>12.2f} {row['hit_rate']:>8.1%}",
-            flush=True,
-        )
+        for noc in (False, True):
+            row = pipeline_wall(build, None, *(["group-cost.noc=true"] if noc else []))
+            print(
+                f"{label + (' noc' if noc else ''):30} {row['ops']:>6} {row['build_s']:>8.2f} "
+                f"{row['passes_s']:>9.2f} {row['total_s']:>8.2f} {row['cost_s']:>12.2f} "
+                f"{row['hit_rate']:>8.1%} {row['cycles']:>14,} {row['communicating']:>5}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

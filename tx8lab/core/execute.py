@@ -665,6 +665,12 @@ def execute_module(
     seconds: dict[str, float] = {}
     start = time.perf_counter()
     program = build_program(module, hw)
+    if via == "c" and any(c.what == "send" for cs in program.tiles.values() for c in cs):
+        raise Tx8labError(
+            "execute: the program sums partials over the NoC (group-cost.noc) and main.c "
+            "does not carry NoC transfers yet; execute the Program's own streams "
+            "(execute_module(..., via='program')) or set group-cost.noc=false"
+        )
     text = (
         main_c
         if main_c is not None

@@ -75,6 +75,11 @@ Readings chosen:
 - **NoC reductions** (``noc``, off by default): the search also weighs strategies that
   shard a matmul's K or a conv's IC across tiles and all-reduce the partial sums over the
   NoC (``search`` module docstring); ``noc=false`` is the non-communicating space.
+  Every report entry carries ``comm`` (``k-reduce`` when a reduction dim is sharded
+  across tiles, else ``none``; ``share`` is not built yet) and ``noc_bytes`` (the
+  payload bytes its reductions send, every run counted); a communicating one chosen by a
+  search also ``noc_saved_cycles``: the best non-communicating candidate's cycles minus
+  its own (ranked as the search ranks: simulated for the ones it played).
 - **Progress**: while searching, each finished group is reported through the
   :class:`~tx8lab.core.passes.base.PassContext` (groups done, template hits); the
   runner's ``Progress`` instrument draws the bar. It never changes results.
@@ -280,7 +285,7 @@ class GroupCost(Pass):
         """One group's strategy and run; the pieces for artifacts, the report and a Decision."""
         from tx8lab.core.schedule.chip_cuts import chip_cuts
         from tx8lab.core.schedule.estimate import report_fields
-        from tx8lab.core.schedule.slicing import loop_counts
+        from tx8lab.core.schedule.slicing import loop_counts, noc_bytes
         from tx8lab.hw.cost import c2c_all_gather_cycles, c2c_all_reduce_cycles
 
         settings = (self.search, self.multi_buffer, self.retract, self.alloc)
@@ -327,7 +332,17 @@ class GroupCost(Pass):
             "candidates_evaluated": got.evaluated,
             "search_space_size": got.space_size,
             "template_hit": False,
+            "comm": "k-reduce" if inp.reductions else "none",
+            "noc_bytes": noc_bytes(inp),
         }
+        if inp.reductions and got.search is not None:
+            plain = [
+                c.cycles
+                for c in got.search.candidates
+                if c.status == "OK" and c.comm == "none" and c.cycles is not None
+            ]
+            # against the best non-communicating candidate the search ranked the same way
+            entry["noc_saved_cycles"] = min(plain) - estimate.cycles if plain else None
         if self.dp * self.tp > 1:
             entry["c2c_cycles"] = c2c
             entry["chip_plan"] = cut.plan if cut is not None else "replicated"

@@ -379,9 +379,17 @@ def _depths(out: _Out, vec: tuple[int, ...]) -> int:
     return len(out.split_tries(_iter_shard(out, vec)))
 
 
-def space_size(group: Op, hw: ChipConfig) -> int:
-    """Candidates of ``group``: the default plus (vector, depth) pairs of its first output."""
-    return _space_size(_outs(group, group_tile_budget(group, hw)))
+def space_size(group: Op, hw: ChipConfig, *, noc: bool = False) -> int:
+    """Candidates of ``group``: the default plus (vector, depth) pairs of its first output.
+
+    ``noc``: plus those of each NoC reduction width (module docstring).
+    """
+    tiles = group_tile_budget(group, hw)
+    outs = _outs(group, tiles)
+    size = _space_size(outs)
+    if noc and outs:
+        size += sum(_space_size(_outs(group, tiles // k)) - 1 for k in noc_ways_of(group, tiles))
+    return size
 
 
 def _space_size(outs: list[_Out]) -> int:

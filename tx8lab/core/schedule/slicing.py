@@ -1203,6 +1203,27 @@ def _noc_choice(
     )
 
 
+def noc_bytes(si: ScheduleInput) -> int:
+    """Payload bytes a group's NoC reductions send, over every run of their tasks.
+
+    Examples:
+        >>> noc_bytes(ScheduleInput(1, (), {}))
+        0
+    """
+    total = 0
+
+    def walk(nodes: Sequence[Node], times: int) -> None:
+        nonlocal total
+        for node in nodes:
+            if isinstance(node, Repeat):
+                walk(node.body, times * node.times)
+            elif node.id.startswith("noc:") and node.op_id in si.reductions:
+                total += times * si.reductions[node.op_id].noc_bytes
+
+    walk(si.nodes, 1)
+    return total
+
+
 def _cost(
     body: _Body,
     plan: SlicePlan,
