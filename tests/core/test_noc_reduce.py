@@ -21,7 +21,7 @@ from tx8lab.core.passes import build_pipeline
 from tx8lab.core.program import Program, build_program, strategy_of
 from tx8lab.core.runner import run_pipeline
 from tx8lab.core.schedule.slicing import groups_of
-from tx8lab.core.simulate import simulate_program
+from tx8lab.core.simulate import simulate_program, simulate_schedule
 from tx8lab.errors import ProgramError
 from tx8lab.hw.collectives import PATTERNS, allreduce_plan
 from tx8lab.hw.presets import resolve_hw
@@ -61,7 +61,8 @@ def test_plans_by_hand() -> None:
         (1, 0, True), (3, 2, True), (2, 0, True), (0, 2, False), (0, 1, False), (2, 3, False),
     ]  # fmt: skip
     ring = allreduce_plan(3, "ring")
-    assert ring.chunks == 3 and len(ring.transfers) == 2 * 2 * 3
+    assert ring.chunks == 3
+    assert len(ring.transfers) == 2 * 2 * 3
     assert [t.chunk for t in ring.steps(0)][:2] == [0, 2]  # sends its own chunk, gets chunk 2
 
 
@@ -105,7 +106,8 @@ def test_the_search_shards_k_and_the_program_sums_over_the_noc(
     assert ways > 1  # the decode product: each tile reads 1/ways of the weight
     sends = [c for cs in program.tiles.values() for c in cs if c.what == "send"]
     recvs = [c for cs in program.tiles.values() for c in cs if c.what == "recv"]
-    assert sends and len(sends) == len(recvs)
+    assert sends
+    assert len(sends) == len(recvs)
     assert sorted(c.tag for c in sends) == sorted(c.tag for c in recvs)
     assert all(c.peer != c.tile for c in sends)
     ex = execute_module(module, HW, via="program")
@@ -137,3 +139,25 @@ def test_a_receive_with_no_send_deadlocks(k_sharded: tuple[Module, Program]) -> 
     broken = dataclasses.replace(program, tiles={**program.tiles, tile: tuple(commands)})
     with pytest.raises(ProgramError, match="deadlocks: every tile left waits in a receive"):
         run_program(broken, module, random_inputs(module, 0), HW.tile.spm_bytes)
+
+
+def test_the_search_and_its_view_keep_the_communicating_candidates_apart() -> None:
+    from tx8lab.core.schedule.search import search_group, space_size
+    from tx8lab.widgets.factor_space import factor_space_figure
+
+    module = _scheduled(False)
+    group = next(
+        g for g in groups_of(module) if any(o.kind == "tx8be.MatMul" for o in g.regions[0].ops)
+    )
+    # K = 1024 over 2, 4, 8, 16 tiles: four more walks over the levels of 8, 4, 2, 1 tiles
+    assert space_size(group, HW, noc=True) > space_size(group, HW)
+    got = search_group(group, HW, noc=True, timer=simulate_schedule)  # as group-cost ranks
+    comm = {c.comm for c in got.candidates}
+    assert comm == {"none", "k-reduce"}
+    assert all(("K/" in c.sharding) == (c.comm == "k-reduce") for c in got.candidates)
+    assert got.best is not None
+    assert got.best.comm == "k-reduce"
+    fig = factor_space_figure(got)
+    triangles = [t for t in fig.data if (t.meta or {}).get("comm") == "k-reduce"]
+    assert triangles
+    assert all(t.marker.symbol == "triangle-up" for t in triangles)

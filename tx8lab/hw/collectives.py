@@ -57,7 +57,7 @@ receives in the order of :func:`allreduce_plan`.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -223,6 +223,19 @@ def reduction_streams(
     return b.streams
 
 
+def _ranked(
+    streams_of: Callable[[Pattern], dict[int, list[SimCommand]]],
+    hw: ChipConfig,
+    patterns: Sequence[Pattern],
+) -> tuple[Reduction, ...]:
+    """Each pattern's streams simulated, fastest first (ties: the simpler pattern)."""
+    out = []
+    for p in patterns:
+        streams = streams_of(p)
+        out.append(Reduction(p, streams, simulate(streams, hw)))
+    return tuple(sorted(out, key=lambda r: (r.cycles, PATTERNS.index(r.pattern))))
+
+
 def reduce_over_noc(
     tiles: Sequence[int],
     num_bytes: int,
@@ -238,11 +251,7 @@ def reduce_over_noc(
         >>> [r.pattern for r in reduce_over_noc(ring, 1 << 20, "f32", TX81)][0]
         'ring'
     """
-    out = []
-    for p in patterns:
-        streams = reduction_streams(tiles, num_bytes, dtype, hw, p)
-        out.append(Reduction(p, streams, simulate(streams, hw)))
-    return tuple(sorted(out, key=lambda r: (r.cycles, PATTERNS.index(r.pattern))))
+    return _ranked(lambda p: reduction_streams(tiles, num_bytes, dtype, hw, p), hw, patterns)
 
 
 # ------------------------------------------------------------------ all-reduce
@@ -433,11 +442,7 @@ def allreduce_over_noc(
         >>> sorted(r.pattern for r in got)
         ['direct', 'ring', 'tree']
     """
-    out = []
-    for p in patterns:
-        streams = allreduce_streams(groups, num_bytes, dtype, hw, p)
-        out.append(Reduction(p, streams, simulate(streams, hw)))
-    return tuple(sorted(out, key=lambda r: (r.cycles, PATTERNS.index(r.pattern))))
+    return _ranked(lambda p: allreduce_streams(groups, num_bytes, dtype, hw, p), hw, patterns)
 
 
 __all__ = [

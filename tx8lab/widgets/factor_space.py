@@ -24,6 +24,9 @@ Readings chosen:
   ``spm-overflow``, ``invalid``, ``duplicate``, plus ``pruned`` = never evaluated, by the
   pruning rule or the budget), hover with the commonest reasons. Rejected candidates are
   still selectable in the dropdown (their reason is shown; no timeline).
+- **Communication** (``Candidate.comm``, group-cost ``noc``): one trace per level and
+  pattern; a candidate whose tiles all-reduce partial sums over the NoC is a triangle
+  of its level's colour (:data:`COMM_SYMBOLS`), named "..., k-reduce over the NoC".
 - **Chosen** = ``result.best`` (a star); the **default strategy** = the candidate with
   ``sharding == "default"`` (a diamond), so "how much did the search win" is one look.
 - **Selection** = a candidate index (``Candidate.index``), clamped to the candidates, as
@@ -98,6 +101,9 @@ _STATUS_COLORS = {
 }
 _BEST_COLOR = "#f1c40f"
 _DEFAULT_COLOR = "#333333"
+#: Marker of a candidate by its communication pattern (``Candidate.comm``): the colour is
+#: its level, a triangle a candidate whose tiles sum partials over the NoC.
+COMM_SYMBOLS: dict[str, str] = {"none": "circle", "k-reduce": "triangle-up"}
 
 
 def check_group(group: Any, what: str) -> Op:
@@ -290,21 +296,29 @@ def factor_space_figure(
     ok = [c for c in result.candidates if c.status == "OK"]
     levels = sorted({c.level for c in ok if c.sharding != "default"}, reverse=True)
     for i, level in enumerate(levels):
-        pts = [c for c in ok if c.level == level and c.sharding != "default"]
-        fig.add_trace(
-            go.Scatter(
-                x=[c.spm_peak_bytes for c in pts],
-                y=[c.cycles for c in pts],
-                mode="markers",
-                name=_level_name(level),
-                marker={"color": PALETTE[i % len(PALETTE)], "size": 9, "opacity": 0.85},
-                customdata=[_custom(c) for c in pts],
-                hovertemplate=_HOVER,
-                meta={"role": "candidate", "level": level},
-            ),
-            row=1,
-            col=1,
-        )
+        for comm, symbol in COMM_SYMBOLS.items():
+            pts = [c for c in ok if c.level == level and c.sharding != "default" and c.comm == comm]
+            if not pts:
+                continue
+            fig.add_trace(
+                go.Scatter(
+                    x=[c.spm_peak_bytes for c in pts],
+                    y=[c.cycles for c in pts],
+                    mode="markers",
+                    name=_level_name(level) + ("" if comm == "none" else f", {comm} over the NoC"),
+                    marker={
+                        "color": PALETTE[i % len(PALETTE)],
+                        "size": 9,
+                        "opacity": 0.85,
+                        "symbol": symbol,
+                    },
+                    customdata=[_custom(c) for c in pts],
+                    hovertemplate=_HOVER,
+                    meta={"role": "candidate", "level": level, "comm": comm},
+                ),
+                row=1,
+                col=1,
+            )
     default = [c for c in ok if c.sharding == "default"]
     if default:
         fig.add_trace(
@@ -562,6 +576,7 @@ class FactorSpaceView(ipywidgets.VBox):  # type: ignore[misc]
                 retract=retract,
                 timer=simulate_schedule if top else None,
                 simulate_top=max(top, 1),
+                noc=bool(knobs.get("noc", False)),
             )
         return cls(group, hw, result, **kwargs)
 

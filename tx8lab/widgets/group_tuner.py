@@ -121,6 +121,7 @@ TUNER_KNOBS: tuple[str, ...] = (
     "search_budget",
     "search_budget_s",
     "simulate_top",
+    "noc",
 )
 
 #: Hardware fields that change one group's cost (dotted paths, as ``--hw`` names them).
@@ -567,6 +568,7 @@ class GroupTuner(ipywidgets.VBox):  # type: ignore[misc]
             retract=bool(self._knob(state, "retract")),
             timer=gc.timer(),
             simulate_top=max(gc.simulate_top, 1),
+            noc=gc.noc,
         )
 
     def _pass(self, state: Mapping[str, Any]) -> GroupCost:
