@@ -29,7 +29,8 @@ Readings chosen where the seed is vague:
   input's B and M) keeps the producer's pieces on the same tiles, and a tile past the
   product repeats the work of tile ``local mod product`` (the same bytes; every tile
   runs the same code, as main.c does). Pieces that still land on other tiles are not
-  moved (no NoC yet): the host model reports the read.
+  moved (only the partial sums of a reduction dim sharded across tiles travel, below):
+  the host model reports the read.
 - **Loops.** The ``k``-th Repeat around a task is loop ``k`` of ``slicing.loop_slots``;
   its index counts the chunks of the split group dims of that loop (one stage's, or one
   group dim when a partial sum needs its own loop): mixed radix in the order of the group
@@ -55,6 +56,15 @@ Readings chosen where the seed is vague:
   Gather's indices from SPM (``Command.gather``) and writes the picked rows in index
   order; that region's box counts positions in the index list along the axis
   (``Access.gather_axis``), and the Gather reads it so.
+- **NoC reductions** (a ``noc:%7`` task: the op's reduction dim sharded across tiles,
+  ``slicing`` **Reductions across tiles**). Each instance becomes, on each tile, the
+  steps of its position in its reduction group (``NocReduce.groups``, local indices) of
+  ``collectives.allreduce_plan``: per round its ``send`` s (``dte_send``: a chunk of its
+  result to the peer's staging slot, or onto the peer's result when the pattern copies),
+  then its ``recv`` s (``dte_recv``) each followed, when it adds, by a ``reduce``
+  (``op_noc_add``: the landed chunk added into its result). A chunk is the result box cut
+  along ``NocReduce.chunk_dim``; an empty chunk moves nothing (on either side). A send
+  and its receive share a tag naming the group, task, iteration, transfer and both tiles.
 - A ``bypasscodegen`` constant (an Embedding table) is read in place from DDR. A value in
   DDR that no load moves and no constant is (a block argument a compute op reads
   directly) has no address: the program is refused with an error naming the op.
