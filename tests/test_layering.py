@@ -161,7 +161,9 @@ def test_core_depends_only_on_hw_config() -> None:
     """``core -> hw.config`` (and the presets and the cost model built on it); never kernels, cli.
 
     ``hw.cost`` is allowed because it sits on ``hw.config`` alone (next test): the op library
-    hands it plain numbers (MACs, elements, bytes) and it never sees an op.
+    hands it plain numbers (MACs, elements, bytes) and it never sees an op. The mesh
+    (``hw.noc``) and the reductions over it (``hw.collectives``) sit on the simulator and
+    its laws and import nothing from core either (tested below).
     """
     allowed = (
         "tx8lab.core",
@@ -173,6 +175,8 @@ def test_core_depends_only_on_hw_config() -> None:
         "tx8lab.hw.cost",
         "tx8lab.hw.laws",
         "tx8lab.hw.sim",
+        "tx8lab.hw.noc",
+        "tx8lab.hw.collectives",
     )
     bad = []
     for path in _sources("core"):
@@ -190,7 +194,7 @@ def test_hw_cost_imports_only_hw_config() -> None:
     assert modules <= {"tx8lab.errors", "tx8lab.hw.config"}
 
 
-@pytest.mark.parametrize("name", ["laws", "sim", "calibrate"])
+@pytest.mark.parametrize("name", ["laws", "sim", "calibrate", "noc", "collectives"])
 def test_the_simulator_and_its_laws_import_nothing_from_core(name: str) -> None:
     """Issue 19: the simulator takes command streams, built by core or by hand."""
     modules = {m for _, m in _imports(PACKAGE / "hw" / f"{name}.py") if _is_under(m, "tx8lab")}
