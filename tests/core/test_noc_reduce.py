@@ -63,7 +63,7 @@ def test_plans_by_hand() -> None:
     ring = allreduce_plan(3, "ring")
     assert ring.chunks == 3
     assert len(ring.transfers) == 2 * 2 * 3
-    assert [t.chunk for t in ring.steps(0)][:2] == [0, 2]  # sends its own chunk, gets chunk 2
+    assert [t.chunk for _, t in ring.steps(0)][:2] == [0, 2]  # sends its own chunk, gets chunk 2
 
 
 def _matmul() -> Module:

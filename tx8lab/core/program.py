@@ -91,6 +91,7 @@ from tx8lab.core.schedule.slicing import (
     gather_readers,
     linked_dims,
     loop_slots,
+    mixed_digits,
     region_tiles,
     tile_order,
 )
@@ -106,7 +107,7 @@ from tx8lab.core.schedule.tasks import (
     Timeline,
 )
 from tx8lab.errors import Tx8labError
-from tx8lab.hw.collectives import Transfer, allreduce_plan
+from tx8lab.hw.collectives import AllReducePlan, Transfer, allreduce_plan
 from tx8lab.hw.config import ChipConfig
 
 ValueKey = tuple[int, int, bool]
@@ -459,14 +460,6 @@ def use_label(use: Use, generations: Mapping[str, int]) -> str:
     return lifetime_label(use.root, use.generation, generations.get(use.root, 1))
 
 
-def _digits(index: int, radix: Sequence[int]) -> list[int]:
-    out = [0] * len(radix)
-    for i in range(len(radix) - 1, -1, -1):
-        out[i] = index % radix[i]
-        index //= radix[i]
-    return out
-
-
 class _GroupBoxes:
     """Iteration boxes of a group's compute ops per (tile, loop indices)."""
 
@@ -519,7 +512,7 @@ class _GroupBoxes:
                 (self.tile_order[self.root[(op_id, i)]], i) for i, s in enumerate(st.shard) if s > 1
             )
             radix = [st.shard[i] for _, i in sharded]
-            digits = _digits(local % max(1, math.prod(radix)), radix)
+            digits = mixed_digits(local % max(1, math.prod(radix)), radix)
             got = {i: d for (_, i), d in zip(sharded, digits, strict=True)}
             self._coords[key] = got
         return got
@@ -633,8 +626,8 @@ def _group_program(
     chip0: bool = False,
     first_tile: bool = False,
 ) -> dict[int, list[Command]]:
-    unroll = _Unroll(group, code, memo, chip0, hw)
     tiles = region_tiles(group, hw)
+    unroll = _Unroll(group, code, memo, chip0, tiles)
     if first_tile:
         tiles = tiles[:1]
     return {tile: unroll.commands(tile, local) for local, tile in enumerate(tiles)}
@@ -717,8 +710,7 @@ class _NocSite:
     staging: Access
     """The ``%7.noc`` scratch: slot ``k`` is ``slot_bytes`` at ``addr + k * slot_bytes``."""
     reduce: NocReduce
-    transfers: tuple[tuple[int, Transfer], ...]
-    """Every transfer of the pattern with its index (the tags)."""
+    plan: AllReducePlan
 
 
 _Site = _LoadSite | _StoreSite | _ComputeSite | _NocSite
@@ -796,7 +788,7 @@ class _Unroll:
         code: GroupCode,
         memo: _BoxMemo | None = None,
         chip0: bool = False,
-        hw: ChipConfig | None = None,
+        tiles: Sequence[int] = (),
     ) -> None:
         self.group = group
         self.instances = code.instances
@@ -808,8 +800,8 @@ class _Unroll:
         self.names = code.names
         self.boxes = _GroupBoxes(group, code.strategy, ops, memo, chip0)
         self.reductions = code.schedule.reductions
-        self.tiles = region_tiles(group, hw) if hw is not None else []
-        """Local index -> tile id (a NoC transfer's peer)."""
+        self.tiles = tiles
+        """The region's tile ids by local index (a NoC transfer's peer)."""
         self.loops = _loops_of(code.schedule.nodes)
         self.alias: dict[ValueKey, ValueKey] = {}
         self.readers: dict[ValueKey, list[tuple[Op, int]]] = {}
@@ -997,17 +989,7 @@ class _Unroll:
         imm_name = f"%{op.id}.imm"
         imm = None
         if imm_name in inst.imm:
-            label = lifetime_label(imm_name, self.imm_index[n], self.runs.get(imm_name, 1))
-            if label not in self.offsets:
-                raise Tx8labError(
-                    f"program: {where}: spm_offsets has no lifetime {label!r} for its "
-                    "scratch; the allocation does not match the schedule, re-run group-cost"
-                )
-            addr, nbytes = self.offsets[label]
-            whole = ((0, nbytes),)
-            imm = Access(
-                "spm", imm_name, imm_name, label, addr, nbytes, "i8", "Tensor", whole, whole
-            )
+            imm = self._scratch(n, imm_name, "i8", "Tensor", where)
         clobbers = tuple(getattr(entry, "clobbered_operands", lambda _op: ())(op))
         return _ComputeSite(
             head("compute", c_function(op.kind)),
@@ -1042,29 +1024,21 @@ class _Unroll:
             name, use_label(reads[name], self.generations), res.type.dtype,
             op_layout(op).value, where,
         )  # fmt: skip
-        staging_name = f"%{op.id}.noc"
-        label = lifetime_label(staging_name, self.imm_index[n], self.runs.get(staging_name, 1))
+        staging = self._scratch(n, f"%{op.id}.noc", res.type.dtype, op_layout(op).value, where)
+        plan = allreduce_plan(red.ways, red.pattern)  # type: ignore[arg-type]
+        return _NocSite(head, op.id, result, self.window_of(op, 0, result=True), staging, red, plan)
+
+    def _scratch(self, n: int, name: str, dtype: str, layout: str, where: str) -> Access:
+        """Instance ``n``'s run of the scratch (imm) buffer ``name``, all of its bytes."""
+        label = lifetime_label(name, self.imm_index[n], self.runs.get(name, 1))
         if label not in self.offsets:
             raise Tx8labError(
-                f"program: {where}: spm_offsets has no lifetime {label!r} for its NoC "
-                "staging; the allocation does not match the schedule, re-run group-cost"
+                f"program: {where}: spm_offsets has no lifetime {label!r} for its scratch "
+                f"{name}; the allocation does not match the schedule, re-run group-cost"
             )
         addr, nbytes = self.offsets[label]
         whole = ((0, nbytes),)
-        staging = Access(
-            "spm", staging_name, staging_name, label, addr, nbytes, res.type.dtype,
-            op_layout(op).value, whole, whole,
-        )  # fmt: skip
-        plan = allreduce_plan(red.ways, red.pattern)  # type: ignore[arg-type]
-        return _NocSite(
-            head,
-            op.id,
-            result,
-            self.window_of(op, 0, result=True),
-            staging,
-            red,
-            tuple(enumerate(plan.transfers)),
-        )
+        return Access("spm", name, name, label, addr, nbytes, dtype, layout, whole, whole)
 
     def noc_commands(
         self,
@@ -1103,26 +1077,21 @@ class _Unroll:
                 window=chunk,
             )
 
-        for rnd in sorted({t.round for _, t in site.transfers}):
-            now = [(k, t) for k, t in site.transfers if t.round == rnd]
-            mine = [(k, t) for k, t in now if t.src == pos] + [
-                (k, t) for k, t in now if t.dst == pos
-            ]
-            for k, t in mine:
-                chunk = chunks[t.chunk]
-                if _empty_box(chunk):
-                    continue
-                sender, receiver = self.tiles[group[t.src]], self.tiles[group[t.dst]]
-                tag = f"%{group_id} {task} {list(at)} #{k} {sender}->{receiver}"
-                land = landing(t, chunk)
-                if t.src == pos:
-                    src = hold(site.result, chunk)
-                    out.append(("send", "dte_send", (src,), (land,), receiver, tag))
-                    continue
-                out.append(("recv", "dte_recv", (), (land,), sender, tag))
-                if t.add:
-                    acc = hold(site.result, chunk)
-                    out.append(("reduce", "op_noc_add", (land, acc), (acc,), -1, ""))
+        for k, t in site.plan.steps(pos):
+            chunk = chunks[t.chunk]
+            if _empty_box(chunk):
+                continue
+            sender, receiver = self.tiles[group[t.src]], self.tiles[group[t.dst]]
+            tag = f"%{group_id} {task} {list(at)} #{k} {sender}->{receiver}"
+            land = landing(t, chunk)
+            if t.src == pos:
+                src = hold(site.result, chunk)
+                out.append(("send", "dte_send", (src,), (land,), receiver, tag))
+                continue
+            out.append(("recv", "dte_recv", (), (land,), sender, tag))
+            if t.add:
+                acc = hold(site.result, chunk)
+                out.append(("reduce", "op_noc_add", (land, acc), (acc,), -1, ""))
         return out
 
     # ------------------------------------------------------------------ one tile

@@ -295,13 +295,16 @@ class AllReducePlan:
                 per[t.dst] = max(per.get(t.dst, 0), t.slot + 1)
         return max(per.values(), default=0)
 
-    def steps(self, position: int) -> list[Transfer]:
-        """What ``position`` does, in order: per round its sends, then its receives."""
-        out: list[Transfer] = []
+    def steps(self, position: int) -> list[tuple[int, Transfer]]:
+        """What ``position`` does, in order: per round its sends, then its receives.
+
+        Each with its index in :attr:`transfers` (what names it on both sides).
+        """
+        out: list[tuple[int, Transfer]] = []
         for r in sorted({t.round for t in self.transfers}):
-            now = [t for t in self.transfers if t.round == r]
-            out += [t for t in now if t.src == position]
-            out += [t for t in now if t.dst == position]
+            now = [(k, t) for k, t in enumerate(self.transfers) if t.round == r]
+            out += [(k, t) for k, t in now if t.src == position]
+            out += [(k, t) for k, t in now if t.dst == position]
         return out
 
 

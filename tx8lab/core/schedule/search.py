@@ -386,17 +386,21 @@ def space_size(group: Op, hw: ChipConfig, *, noc: bool = False) -> int:
     """
     tiles = group_tile_budget(group, hw)
     outs = _outs(group, tiles)
-    size = _space_size(outs)
-    if noc and outs:
-        size += sum(_space_size(_outs(group, tiles // k)) - 1 for k in noc_ways_of(group, tiles))
-    return size
+    return _space_size(outs, _comm_outs(group, tiles) if noc and outs else {})
 
 
-def _space_size(outs: list[_Out]) -> int:
+def _comm_outs(group: Op, tiles: int) -> dict[int, list[_Out]]:
+    """NoC reduction width -> the output ops' levels over ``tiles / width`` tiles."""
+    return {k: _outs(group, tiles // k) for k in noc_ways_of(group, tiles)}
+
+
+def _space_size(outs: list[_Out], comm: Mapping[int, list[_Out]] | None = None) -> int:
+    """The default plus every (vector, depth) of ``outs``, and of each width's in ``comm``."""
     if not outs:
         return 1
     first = outs[0]
-    return 1 + sum(_depths(first, v) + 1 for lv in first.levels for v in lv.shardings)
+    own = 1 + sum(_depths(first, v) + 1 for lv in first.levels for v in lv.shardings)
+    return own + sum(_space_size(more) - 1 for more in (comm or {}).values())
 
 
 # ---------------------------------------------------------------- one candidate
@@ -563,14 +567,10 @@ class _Search:
         self.start = time.perf_counter()
         tiles = group_tile_budget(group, hw)
         self.outs = _outs(group, tiles) if mode != "default" else []
-        self.size = _space_size(self.outs) if mode != "default" else 1
         self.ways = 1
         """Tiles per NoC reduction group of the candidates being built (1: none)."""
-        self.comm: dict[int, list[_Out]] = {}
-        if noc and mode != "default" and self.outs:
-            for k in noc_ways_of(group, tiles):
-                self.comm[k] = _outs(group, tiles // k)
-                self.size += _space_size(self.comm[k]) - 1
+        self.comm = _comm_outs(group, tiles) if noc and self.outs else {}
+        self.size = _space_size(self.outs, self.comm) if mode != "default" else 1
         self.rows: list[Candidate] = []
         self.seen: set[Any] = set()
         self.best: Candidate | None = None

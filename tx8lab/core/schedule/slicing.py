@@ -107,7 +107,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -1112,6 +1112,20 @@ def region_tiles(group: Op, hw: ChipConfig) -> list[int]:
     return [(y0 + r) * cols + (x0 + c) for r in range(dy) for c in range(dx)]
 
 
+def mixed_digits(index: int, radix: Sequence[int]) -> list[int]:
+    """``index`` in mixed radix ``radix``, the last digit fastest (a tile's coordinates).
+
+    Examples:
+        >>> mixed_digits(7, (2, 4))
+        [1, 3]
+    """
+    out = [0] * len(radix)
+    for i in range(len(radix) - 1, -1, -1):
+        out[i] = index % radix[i]
+        index //= radix[i]
+    return out
+
+
 def tile_order(
     strategy: Strategy, root: Mapping[tuple[int, int], tuple[int, int]]
 ) -> dict[tuple[int, int], tuple[int, tuple[int, int]]]:
@@ -1147,9 +1161,7 @@ def _noc_reduce(body: _Body, plan: SlicePlan, it: _Item, hw: ChipConfig) -> NocR
     radix = [st.shard[i] for _, i in sharded]
     members: dict[tuple[int, ...], dict[tuple[int, ...], int]] = {}
     for local in range(budget):
-        rest, digits = local, [0] * len(radix)
-        for k in range(len(radix) - 1, -1, -1):
-            digits[k], rest = rest % radix[k], rest // radix[k]
+        rest, digits = local // op_tiles, mixed_digits(local % op_tiles, radix)
         keep = tuple(d for (_, i), d in zip(sharded, digits, strict=True) if not p.dims[i].reduce)
         pos = tuple(d for (_, i), d in zip(sharded, digits, strict=True) if p.dims[i].reduce)
         members.setdefault((rest, *keep), {})[pos] = local
@@ -1210,18 +1222,11 @@ def noc_bytes(si: ScheduleInput) -> int:
         >>> noc_bytes(ScheduleInput(1, (), {}))
         0
     """
-    total = 0
-
-    def walk(nodes: Sequence[Node], times: int) -> None:
-        nonlocal total
-        for node in nodes:
-            if isinstance(node, Repeat):
-                walk(node.body, times * node.times)
-            elif node.id.startswith("noc:") and node.op_id in si.reductions:
-                total += times * si.reductions[node.op_id].noc_bytes
-
-    walk(si.nodes, 1)
-    return total
+    return sum(
+        times * si.reductions[task.op_id].noc_bytes
+        for task, times in task_runs(si.nodes)
+        if task.id.startswith("noc:") and task.op_id in si.reductions
+    )
 
 
 def _cost(
@@ -1475,16 +1480,18 @@ def groups_of(module: Module) -> list[Op]:
 def engine_busy_cycles(si: ScheduleInput) -> dict[str, int]:
     """Cycles each engine is busy over the whole group (tasks times their Repeat counts)."""
     busy: dict[str, int] = {}
-
-    def walk(nodes: Sequence[Node], times: int) -> None:
-        for node in nodes:
-            if isinstance(node, Repeat):
-                walk(node.body, times * node.times)
-            else:
-                busy[node.engine] = busy.get(node.engine, 0) + node.cycles * times
-
-    walk(si.nodes, 1)
+    for task, times in task_runs(si.nodes):
+        busy[task.engine] = busy.get(task.engine, 0) + task.cycles * times
     return busy
+
+
+def task_runs(nodes: Sequence[Node], times: int = 1) -> Iterator[tuple[Task, int]]:
+    """Every task of ``nodes`` with how many times it runs (its Repeats' counts multiplied)."""
+    for node in nodes:
+        if isinstance(node, Repeat):
+            yield from task_runs(node.body, times * node.times)
+        else:
+            yield node, times
 
 
 def strategy_table(
@@ -1533,6 +1540,8 @@ __all__ = [
     "LoopSlot",
     "OpPlan",
     "SlicePlan",
+    "chunk_boxes",
+    "chunk_dim",
     "default_schedule",
     "default_strategy",
     "engine_busy_cycles",
@@ -1541,8 +1550,14 @@ __all__ = [
     "linked_dims",
     "loop_counts",
     "loop_slots",
+    "mixed_digits",
+    "noc_bytes",
+    "noc_ways",
     "plan_group",
+    "region_tiles",
     "schedule_input",
     "schedule_live_bytes",
     "strategy_table",
+    "task_runs",
+    "tile_order",
 ]
