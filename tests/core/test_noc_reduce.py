@@ -66,16 +66,17 @@ def test_plans_by_hand() -> None:
     assert [t.chunk for _, t in ring.steps(0)][:2] == [0, 2]  # sends its own chunk, gets chunk 2
 
 
-def _matmul() -> Module:
+def _matmul(m: int = 1, k: int = 1024, n: int = 64) -> Module:
     b = Builder()
-    x = b.input((1, 1, 1024), "f16")
-    b.output(b.op("MatMul", x, b.weight((1024, 64), "f16")))
+    x = b.input((1, m, k), "f16")
+    b.output(b.op("MatMul", x, b.weight((k, n), "f16")))
     return b.finish()
 
 
-def _scheduled(noc: bool, hw: Any = HW) -> Module:
+def _scheduled(noc: bool, hw: Any = HW, module: Module | None = None) -> Module:
     knobs = {"group-cost.noc": noc}
-    return list(run_pipeline(_matmul(), build_pipeline(None, knobs), hw))[-1].result.module
+    module = module if module is not None else _matmul()
+    return list(run_pipeline(module, build_pipeline(None, knobs), hw))[-1].result.module
 
 
 def _matmul_strategy(module: Module) -> Any:
@@ -114,6 +115,50 @@ def test_the_search_shards_k_and_the_program_sums_over_the_noc(
     assert ex.ok, ex.summary()
     sim = simulate_program(program, module, HW)
     assert sum(sim.link_bytes().values()) > 0
+
+
+def test_main_c_carries_the_transfers_and_its_tiles_wait_on_each_other(
+    k_sharded: tuple[Module, Program],
+) -> None:
+    module, program = k_sharded
+    ex = execute_module(module, HW, via="c")
+    assert ex.ok, ex.summary()
+    # every command ran once, as the Program's own walk runs them (the same order)
+    assert len(ex.trace) == program.num_commands
+    walked = run_program(program, module, random_inputs(module, 0), HW.tile.spm_bytes)
+    assert ex.trace == walked.trace
+    functions = {e.function for e in ex.trace}
+    assert {"dte_send", "dte_recv", "op_noc_add"} <= functions
+
+
+def test_a_transfer_to_the_wrong_tile_in_main_c_is_named(
+    k_sharded: tuple[Module, Program],
+) -> None:
+    from tx8lab.core.codegen import groups_c, main_c
+
+    module, program = k_sharded
+    text = main_c(module, HW, groups_c(module, HW, program=program))
+    good = "[st->peer]};"
+    assert good in text
+    # every tile sends to and receives from itself instead of its peer
+    bad = text.replace(good, "[pos]};")
+    with pytest.raises(ProgramError, match=r"main.c's transfer: .* #0 0->0"):
+        execute_module(module, HW, main_c=bad)
+
+
+def test_empty_chunks_move_nothing_and_main_c_skips_them() -> None:
+    # 3 rows x 5 columns over a 4-way ring: a tile's 5 columns (or its ragged last piece)
+    # cut in 4 chunks along the columns leaves empty ones (ceil shares: 2, 2, 1, 0)
+    module = _scheduled(True, module=_matmul(3, 2048, 5))
+    program = build_program(module, HW)
+    reds = [r for c in program.code.values() for r in c.schedule.reductions.values()]
+    assert [r.pattern for r in reds] == ["ring"]
+    assert program.idle
+    tags = {c.tag for cs in program.tiles.values() for c in cs if c.tag}
+    assert not tags & program.idle
+    ex = execute_module(module, HW, via="c")
+    assert ex.ok, ex.summary()
+    assert len(ex.trace) == program.num_commands
 
 
 def test_a_lost_add_gives_a_wrong_answer(k_sharded: tuple[Module, Program]) -> None:

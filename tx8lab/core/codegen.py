@@ -51,6 +51,14 @@ Readings chosen where the seed is vague:
   A ``bypasscodegen`` constant (read in place) has no load: its TSR points at DDR. A
   table a Gather picks only some rows of is loaded by ``op_dma_gather``, which also takes
   the TSR of the indices (seed rdmaGather).
+- **NoC reductions** (a ``noc:%7`` task, ``program`` **NoC reductions**): file-scope
+  tables give each tile id its position and reduction group (``noc_pos_7``,
+  ``noc_team_7``), each group's tile ids (``noc_tiles_7``) and each position's steps of
+  the all-reduce plan in order (``noc_plan_7``: ``NOC_STEP`` s, per round its sends then
+  its receives); the task is a loop over this tile's steps calling ``dte_send`` /
+  ``dte_recv`` and, after a receive into staging slot ``k`` (``%7.noc`` + ``k`` slot
+  sizes), ``op_noc_add``. A tile's receive blocks until its peer's send has run, so a
+  host runs the tiles of such a group side by side (``tx8lab.core.execute``).
 - **Top-level ops** outside groups need no code when they are a ``Tuple`` (names values),
   a ``Constant`` or a ``LoadConst`` (a constant the function returns: its data is in DDR);
   any other is an error naming it.
@@ -67,7 +75,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tx8lab.core.codegen_c import MAX_SHAPE_DIM, CCall, c_format
+from tx8lab.core.codegen_c import MAX_SHAPE_DIM, CCall, c_at, c_format
 from tx8lab.core.grouping import is_compute
 from tx8lab.core.ir import TERMINATORS, Module, Op
 from tx8lab.core.ops import get_op_def
@@ -79,6 +87,7 @@ from tx8lab.core.program import (
     group_schedule,
     lifetime_label,
     lifetime_labels,
+    region_tiles,
     strategy_of,
 )
 from tx8lab.core.schedule.sw_pipeline import Instance
@@ -91,6 +100,7 @@ from tx8lab.core.schedule.tasks import (
     Task,
 )
 from tx8lab.errors import Tx8labError
+from tx8lab.hw.collectives import allreduce_plan
 from tx8lab.hw.config import ChipConfig
 
 _LOADS = frozenset({"tx8be.LoadVar", "tx8be.LoadConst"})
@@ -123,7 +133,7 @@ class GroupC:
     text: str
     """Its tables and function definition."""
     calls: int
-    """Op-library calls in the text (one per task)."""
+    """Op-library calls in the text (one per task; a NoC task has three: send, receive, add)."""
     need_barrier: bool
     """main.c calls ``tsm_barrier()`` after it."""
     cycles: int
@@ -168,6 +178,12 @@ class _Ctx:
     calls: int = 0
     overwritten: dict[str, list[int]] = field(default_factory=dict)
     """Value buffer -> ids of the ops whose kernel overwrites it (see :func:`_overwriters`)."""
+    tiles: Sequence[int] = ()
+    """The region's tile ids by local index (``slicing.region_tiles``)."""
+    num_tiles: int = 16
+    """Tiles of the chip (a NoC table has one entry per tile id)."""
+    statics: list[str] = field(default_factory=list)
+    """File-scope tables the calls use (a NoC reduction's plan)."""
 
 
 def _overwriters(si: ScheduleInput) -> dict[str, list[int]]:
@@ -380,6 +396,9 @@ def _emit_task(ctx: _Ctx, task: Task, loops: Sequence[tuple[str, int]], depth: i
             first = " && ".join(f"{var} == 0" for var, _ in loops[-buf.chunk_loops :])
             assign = f"if ({first}) {assign}"
         ctx.lines.append(pad + assign)
+    if task.id.startswith("noc:"):
+        _emit_noc(ctx, task, loops, depth)
+        return
     imm = f"%{op.id}.imm"
     psum = f"%{op.id}.psum"
     call = CCall(
@@ -417,6 +436,82 @@ def _emit_task(ctx: _Ctx, task: Task, loops: Sequence[tuple[str, int]], depth: i
         f"{pad}cycles += {text};  /* {task.id} {task.engine}, "
         f"{_steps_note(ctx.steps.get(task.id, [0]))}{why} */"
     )
+
+
+def _emit_noc(ctx: _Ctx, task: Task, loops: Sequence[tuple[str, int]], depth: int) -> None:
+    """A ``noc:%7`` task: this tile's steps of the op's all-reduce plan (module docstring)."""
+    op = ctx.ops[task.op_id]
+    red = ctx.si.reductions.get(op.id)
+    if red is None:
+        raise Tx8labError(
+            f"codegen: group %{ctx.group.id} has the NoC task {task.id} but no reduction for "
+            f"{op.label}; re-run group-cost"
+        )
+    plan = allreduce_plan(red.ways, red.pattern)  # type: ignore[arg-type]
+    n = c_name(f"%{op.id}")
+    pos = [-1] * ctx.num_tiles
+    team = [-1] * ctx.num_tiles
+    members = []
+    for g, locals_ in enumerate(red.groups):
+        members.append([ctx.tiles[local] for local in locals_])
+        for p, local in enumerate(locals_):
+            pos[ctx.tiles[local]], team[ctx.tiles[local]] = p, g
+    rows = []
+    for p in range(red.ways):
+        rows.append(
+            [
+                (k, int(t.src == p), t.dst if t.src == p else t.src, t.chunk, t.slot)
+                for k, t in plan.steps(p)
+            ]
+        )
+    width = max(len(r) for r in rows)
+    count = [len(r) for r in rows]
+    plan_rows = ", ".join(
+        "{" + ", ".join(_c_array(s) for s in r + [(0, 0, 0, 0, 0)] * (width - len(r))) + "}"
+        for r in rows
+    )
+    ctx.statics += [
+        f"/* noc:%{n}: {red.pattern} all-reduce of %{n}'s partial sums, {red.ways} tiles per "
+        f"reduction group, {len(red.groups)} groups; chunks {red.chunks} along dim "
+        f"{red.chunk_dim}; staging {red.slots} x {red.slot_bytes} B (NocReduce) */",
+        f"static const int32_t noc_pos_{n}[{ctx.num_tiles}] = {_c_array(pos)};  "
+        "/* tile id -> its position in its reduction group (-1: none) */",
+        f"static const int32_t noc_team_{n}[{ctx.num_tiles}] = {_c_array(team)};  "
+        "/* tile id -> its reduction group */",
+        f"static const int32_t noc_tiles_{n}[{len(members)}][{red.ways}] = "
+        f"{{{', '.join(_c_array(m) for m in members)}}};  /* each group's tile ids by position */",
+        f"static const int32_t noc_count_{n}[{red.ways}] = {_c_array(count)};",
+        f"static const NOC_STEP noc_plan_{n}[{red.ways}][{width}] = {{{plan_rows}}};  "
+        "/* per position, in order: per round its sends, then its receives */",
+    ]
+    pad = _INDENT * depth
+    inner = pad + _INDENT * 2
+    result = f"t_{c_name(ctx.names[op.results[0].key])}"
+    staging = f"t_{c_name(f'%{op.id}.noc')}"
+    fmt = c_format(op.results[0].type.dtype, op.label)
+    at = c_at(tuple(var for var, _ in loops))
+    ctx.calls += 3
+    ctx.lines += [
+        f"{pad}{{  /* {task.id} {task.engine}, {_steps_note(ctx.steps.get(task.id, [0]))}: "
+        f"this tile's sends and receives of the {red.pattern} all-reduce */",
+        f"{pad}{_INDENT}const int32_t pos = noc_pos_{n}[tile_id];",
+        f"{pad}{_INDENT}for (int32_t s = 0; s < noc_count_{n}[pos]; ++s) {{",
+        f"{inner}const NOC_STEP *st = &noc_plan_{n}[pos][s];",
+        f"{inner}NOC_PARAM p = {{.op = {op.id}, .at = {at}, .fmt = {fmt}, .psum_init = 1, "
+        ".psum_last = 1, .transfer = st->transfer, .chunk = st->chunk, "
+        f".peer = noc_tiles_{n}[noc_team_{n}[tile_id]][st->peer]}};",
+        f"{inner}TSR slot = {staging};",
+        f"{inner}slot.addr += (uint64_t)(st->slot > 0 ? st->slot : 0) * {red.slot_bytes}u;",
+        f"{inner}TSR *land = st->slot >= 0 ? &slot : &{result};  /* -1: onto the sum */",
+        f"{inner}if (st->send) {{",
+        f"{inner}{_INDENT}cycles += dte_send(&p, &{result}, land);",
+        f"{inner}}} else {{",
+        f"{inner}{_INDENT}cycles += dte_recv(&p, land);",
+        f"{inner}{_INDENT}if (st->slot >= 0) cycles += op_noc_add(&p, land, &{result}, &{result});",
+        f"{inner}}}",
+        f"{pad}{_INDENT}}}",
+        f"{pad}}}",
+    ]
 
 
 def _operand(ctx: _Ctx, op: Op, index: int) -> str:
@@ -490,11 +585,13 @@ def group_c(group: Op, hw: ChipConfig, code: GroupCode | None = None) -> GroupC:
         steps,
         _tables(group, code.offsets, instances, strategy.multi_buffer),
         overwritten=_overwriters(si),
+        tiles=region_tiles(group, hw),
+        num_tiles=hw.tiles_per_chip,
     )
     used = sorted(si.buffers, key=_buffer_order(si))
     decls = _declare(ctx, used)
     _emit_nodes(ctx, si.nodes, [], 1)
-    tables = [d for d in decls if d.startswith("static const")]
+    tables = [d for d in decls if d.startswith("static const")] + ctx.statics
     local = [d for d in decls if not d.startswith("static const")]
     x, y, dx, dy = tuple(group.attrs.get("dev_region", (0, 0, 1, 1)))[:4]
     kinds = ", ".join(o.kind.split(".")[-1] for o in ops.values() if is_compute(o))

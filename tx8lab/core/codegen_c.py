@@ -75,6 +75,7 @@ COMMON_FIELDS: tuple[str, ...] = (
 #: Parameter struct -> its family's own fields (after :data:`COMMON_FIELDS`).
 PARAM_STRUCTS: dict[str, tuple[str, ...]] = {
     "DMA_PARAM": (),
+    "NOC_PARAM": ("int32_t transfer", "int32_t chunk", "int32_t peer"),
     "ELTWISE_PARAM": (),
     "UNARY_PARAM": ("float alpha", "float beta"),
     "MATMUL_PARAM": (
@@ -270,7 +271,7 @@ def compute_call(opdef: OpSignature, call: CCall, fields: Mapping[str, Any], dty
 
 @dataclass(frozen=True)
 class DmaFunction:
-    """One DMA function of the op library: its C parameters and which TSRs it reads/writes."""
+    """One DMA (or NoC) function of the op library: its C parameters, the TSRs it reads/writes."""
 
     name: str
     params: str
@@ -300,6 +301,23 @@ DMA_FUNCTIONS: tuple[DmaFunction, ...] = (
     ),
 )
 
+#: The NoC functions of an all-reduce (``program`` **NoC reductions**): a DTE send of a
+#: chunk of ``src`` to ``dst`` on tile ``param->peer``, the receive that waits for it,
+#: and the add of a landed chunk into the sum. ``param->transfer`` names the transfer
+#: in the op's all-reduce plan (both tiles give the same one), ``param->chunk`` the
+#: chunk of the result slice; the library finds the chunk's box from the tile, the op
+#: and ``at``, as for a compute call, and an empty chunk moves nothing.
+NOC_FUNCTIONS: tuple[DmaFunction, ...] = (
+    DmaFunction("dte_send", "const NOC_PARAM *param, TSR *src, TSR *dst", ("src",), ("dst",)),
+    DmaFunction("dte_recv", "const NOC_PARAM *param, TSR *dst", (), ("dst",)),
+    DmaFunction(
+        "op_noc_add",
+        "const NOC_PARAM *param, TSR *staged, TSR *acc, TSR *out",
+        ("staged", "acc"),
+        ("out",),
+    ),
+)
+
 
 def prototype(opdef: OpSignature) -> str:
     """The header declaration of a compute op's function (see the module docstring)."""
@@ -324,6 +342,7 @@ __all__ = [
     "FORMATS",
     "MAX_LOOP_DEPTH",
     "MAX_SHAPE_DIM",
+    "NOC_FUNCTIONS",
     "OP_INSTR_TYPES",
     "PARAM_STRUCTS",
     "CCall",

@@ -5,9 +5,12 @@ compares the backend's result with the CPU reference). :func:`execute_module` em
 module's main.c (the codegen pass's text), compiles it with a generated host runtime
 (``tx8_host.c``: every ``op_*`` function of ``tx8_oplib.h`` forwards its arguments to one
 callback) into a shared library, and runs each group function on every tile of its region,
-group by group, in a separate process. The callback matches each call with the next
-command of that tile's :class:`~tx8lab.core.program.Program` stream (function, op, loop
-indices, every SPM and DDR address, psum flags: the trace must equal the Program command
+group by group, in a separate process: tile after tile, or, for a group whose tiles
+exchange partial sums over the NoC (a receive waits for another tile's send), a thread
+per tile taking turns in the order of ``hostmodel.execute_in_order``. The callback
+matches each call with the next command of that tile's
+:class:`~tx8lab.core.program.Program` stream (function, op, loop indices, every SPM and
+DDR address, psum flags, a NoC transfer's peer: the trace must equal the Program command
 for command) and executes it on :class:`~tx8lab.core.hostmodel.Machine` with the addresses
 the C computed, so a wrong table, rotation or restart in the C moves real bytes to the
 wrong place. The outputs read back from DDR are compared with the interpreter's.
@@ -42,6 +45,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Sequence
@@ -56,6 +60,7 @@ from tx8lab.core.codegen_c import (
     DMA_FUNCTIONS,
     MAX_LOOP_DEPTH,
     MAX_SHAPE_DIM,
+    NOC_FUNCTIONS,
     c_function,
     prototype,
 )
@@ -63,6 +68,7 @@ from tx8lab.core.dtypes import FLOAT_DTYPES
 from tx8lab.core.hostmodel import (
     Machine,
     TraceEntry,
+    deadlock,
     expected_entry,
     outputs_of,
     run_program,
@@ -70,7 +76,7 @@ from tx8lab.core.hostmodel import (
 )
 from tx8lab.core.ir import Module
 from tx8lab.core.ops import OPS
-from tx8lab.core.program import Command, Program, build_program
+from tx8lab.core.program import Command, Program, build_program, noc_tag, task_loops
 from tx8lab.errors import ProgramError, Tx8labError
 from tx8lab.hw.config import ChipConfig
 
@@ -102,7 +108,7 @@ def host_source(mesh_cols: int) -> str:
         "    int32_t num_ins, TSR *imm, TSR *psum, TSR *const *outs, int32_t num_outs,",
         "    uint64_t ddr);",
         "static tx8_host_cb host_cb = 0;",
-        "static int32_t host_tile = 0;",
+        "static _Thread_local int32_t host_tile = 0;  /* a host thread runs one tile */",
         "void tx8_host_set(tx8_host_cb cb) { host_cb = cb; }",
         "void tx8_host_tile(int32_t tile) { host_tile = tile; }",
         "int32_t tsm_tile_id(void) { return host_tile; }",
@@ -125,17 +131,20 @@ def host_source(mesh_cols: int) -> str:
         'uint64_t tsm_barrier(void) { return host_cb("tsm_barrier", NULL, NULL, 0, NULL, '
         "NULL, NULL, 0, 0); }",
     ]
-    for dma in DMA_FUNCTIONS:
+    for dma in (*DMA_FUNCTIONS, *NOC_FUNCTIONS):
         lines.append(f"{dma.prototype()} {{")
         for array, names in (("ins", dma.reads), ("outs", dma.writes)):
             if names:
                 lines.append(f"    TSR *{array}[] = {{{', '.join(f'(TSR *){n}' for n in names)}}};")
         src = "ins" if dma.reads else "NULL"
         dst = "outs" if dma.writes else "NULL"
+        ddr = "0"
+        if dma in DMA_FUNCTIONS:
+            lines.append("    (void)g;")
+            ddr = "ddr_addr"
         lines += [
-            "    (void)g;",
             f'    return host_cb("{dma.name}", param, {src}, {len(dma.reads)}, NULL, NULL, '
-            f"{dst}, {len(dma.writes)}, ddr_addr);",
+            f"{dst}, {len(dma.writes)}, {ddr});",
             "}",
         ]
     seen: set[str] = set()
@@ -252,15 +261,53 @@ _CB = ctypes.CFUNCTYPE(
 )
 
 
+class _Noc(ctypes.Structure):
+    """``NOC_PARAM``: the common fields, then the transfer, the chunk and the peer tile."""
+
+    _fields_ = [
+        ("common", _Common),
+        ("transfer", ctypes.c_int32),
+        ("chunk", ctypes.c_int32),
+        ("peer", ctypes.c_int32),
+    ]
+
+
+_NOC_CALLS = frozenset(f.name for f in NOC_FUNCTIONS)
+
+
 @dataclass
 class _Driver:
-    """The callback's state: which tile runs, where each tile is in its stream."""
+    """The callback's state: where each tile is in its stream; whose turn it is.
+
+    The tiles of a group with NoC transfers run as threads (:func:`_run_side_by_side`),
+    one at a time: a tile runs until its receive finds no payload, then gives the turn
+    to the next tile, in tile order, as ``hostmodel.execute_in_order`` does.
+    """
 
     program: Program
     machine: Machine
-    tile: int = 0
     error: BaseException | None = None
     calls: int = 0
+    group: int = -1
+    """The group being run."""
+    local: threading.local = field(default_factory=threading.local)
+    turn: threading.Condition | None = None
+    """Set while a group's tiles run side by side; guards the fields below."""
+    running: int = -1
+    """The tile whose turn it is (-1: none, every thread may finish)."""
+    unfinished: list[int] = field(default_factory=list)
+    stalled: set[int] = field(default_factory=set)
+    """Tiles that gave way in a receive since a command last ran."""
+    _depths: dict[tuple[int, int], int] = field(default_factory=dict)
+
+    @property
+    def tile(self) -> int:
+        """The tile the calling thread runs."""
+        return int(getattr(self.local, "tile", 0))
+
+    @tile.setter
+    def tile(self, tile: int) -> None:
+        self.local.tile = tile
 
     def call(self, fn: bytes, *args: Any) -> int:
         """The ctypes callback: :meth:`_call`, its error kept for after the group returns."""
@@ -269,8 +316,59 @@ class _Driver:
         try:
             self._call(fn.decode(), *args)
         except BaseException as err:  # reported after the group function returns
-            self.error = err
+            self.fail(err)
         return 0
+
+    def fail(self, err: BaseException) -> None:
+        """Keep the first error; with tiles side by side, let every thread run out."""
+        if self.turn is None:
+            self.error = self.error or err
+            return
+        with self.turn:
+            self.error = self.error or err
+            self.running = -1
+            self.turn.notify_all()
+
+    def wait_turn(self, tile: int) -> None:
+        """Block the calling thread until it is ``tile``'s turn (or the run has failed)."""
+        assert self.turn is not None
+        with self.turn:
+            self.turn.wait_for(lambda: self.running in (tile, -1))
+
+    def pass_turn(self, tile: int, *, finished: bool) -> None:
+        """``tile`` gives way (``finished``: it returned): the next unfinished tile runs.
+
+        When every unfinished tile has given way since a command last ran, the group
+        deadlocks (``hostmodel.deadlock`` names who waits for whom).
+        """
+        assert self.turn is not None
+        with self.turn:
+            order = self.unfinished
+            at = order.index(tile)
+            if finished:
+                order.remove(tile)
+                self.stalled.discard(tile)
+            else:
+                self.stalled.add(tile)
+            if not order or self.error is not None:
+                self.running = -1
+            elif not finished and self.stalled >= set(order):
+                self.error = self.error or deadlock(self.machine, self.program, self.group)
+                self.running = -1
+            else:
+                self.running = order[(at + (0 if finished else 1)) % len(order)]
+            self.turn.notify_all()
+
+    def noc_tag(self, fn: str, noc: _Noc, at: tuple[int, ...]) -> str:
+        """The tag of the transfer a NoC call names (``program.noc_tag``)."""
+        op = int(noc.common.op)
+        key = (self.group, op)
+        if key not in self._depths:
+            loops = task_loops(self.program.code[self.group].schedule.nodes)
+            self._depths[key] = len(loops.get(f"noc:%{op}", ()))
+        src, dst = (self.tile, int(noc.peer)) if fn == "dte_send" else (int(noc.peer), self.tile)
+        depth = self._depths[key]
+        return noc_tag(self.group, op, at[:depth], int(noc.transfer), src, dst)
 
     def _call(
         self,
@@ -285,15 +383,21 @@ class _Driver:
         ddr: int,
     ) -> None:
         self.calls += 1
-        commands = self.program.tiles[self.tile]
-        index = self.machine.position[self.tile]
+        tile = self.tile
+        commands = self.program.tiles[tile]
+        index = self.machine.position[tile]
         common = _Common.from_address(param) if param else _Common()
         at = tuple(int(v) for v in common.at)
+        tag = ""
+        if fn in _NOC_CALLS:
+            tag = self.noc_tag(fn, _Noc.from_address(param or 0), at)
+            if tag in self.program.idle:
+                return  # an empty chunk: the library moves nothing
         if index >= len(commands):
             raise ProgramError(
-                f"tile {self.tile}: main.c calls {fn} (op %{common.op}, loops {list(at)}) "
+                f"tile {tile}: main.c calls {fn} (op %{common.op}, loops {list(at)}) "
                 f"after the {len(commands)} commands of the Program",
-                tile=self.tile,
+                tile=tile,
             )
         c = commands[index]
         got_addrs = [ins[i].contents.addr for i in range(num_ins)]
@@ -306,7 +410,7 @@ class _Driver:
             got_addrs.append(int(ddr))
         depth = len(c.iteration)
         got = TraceEntry(
-            self.tile,
+            tile,
             c.group,
             fn,
             int(common.op) if fn != "tsm_barrier" else c.op_id,
@@ -319,21 +423,31 @@ class _Driver:
         if fn == "tsm_barrier":
             got = replace(got, addrs=want.addrs)
         extra = [v for v in at[depth:] if v] if fn != "tsm_barrier" else []
-        if got != want or extra:
+        wrong_peer = fn != "op_noc_add" and tag != c.tag
+        if got != want or extra or wrong_peer:
+            transfer = f"\n  main.c's transfer: {tag}\n  Program's: {c.tag}" if wrong_peer else ""
             raise ProgramError(
-                f"trace differs from the Program at tile {self.tile} command {index} "
+                f"trace differs from the Program at tile {tile} command {index} "
                 f"(group %{c.group}, step {c.step}):\n  main.c:  {_entry_text(got)}\n"
-                f"  Program: {_entry_text(want)}",
+                f"  Program: {_entry_text(want)}{transfer}",
                 group=c.group,
                 op=c.op_id,
                 step=c.step,
-                tile=self.tile,
+                tile=tile,
             )
+        while not self.machine.ready(c):  # a receive whose send has not run yet
+            if self.turn is None:
+                raise deadlock(self.machine, self.program, c.group)
+            self.pass_turn(tile, finished=False)
+            self.wait_turn(tile)
+            if self.error is not None:
+                return
         self.machine.trace.append(got)
         # the trace check leaves main.c's addresses equal to the command's: no copy of it
         same = got.addrs == want.addrs
         self.machine.execute(c if same else _with_addrs(c, got.addrs), index)
-        self.machine.position[self.tile] = index + 1
+        self.machine.position[tile] = index + 1
+        self.stalled.clear()
 
 
 def _entry_text(e: TraceEntry) -> str:
@@ -379,17 +493,24 @@ def _child(payload: bytes, conn: Any) -> None:
         table = (ctypes.c_void_p * max(1, count)).in_dll(lib, "tx8_groups")
         barrier = (ctypes.c_int32 * max(1, count)).in_dll(lib, "tx8_group_barrier")
         group_fn = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_int32)
+        talking = {c.group for cs in program.tiles.values() for c in cs if c.what == "recv"}
         start = time.perf_counter()
         for g in range(count):
             fn = group_fn(int(table[g] or 0))
-            for tile in sorted(program.tiles):
-                driver.tile = tile
-                lib.tx8_host_tile(tile)
-                fn(tile)
-                if barrier[g] and driver.error is None:
-                    lib.tsm_barrier()  # as main() calls it after the group
-                if driver.error is not None:
-                    raise driver.error
+            driver.group = program.groups[g] if g < len(program.groups) else -1
+            if driver.group in talking:
+                _run_side_by_side(lib, fn, bool(barrier[g]), driver)
+            else:
+                for tile in sorted(program.tiles):
+                    driver.tile = tile
+                    lib.tx8_host_tile(tile)
+                    fn(tile)
+                    if barrier[g] and driver.error is None:
+                        lib.tsm_barrier()  # as main() calls it after the group
+                    if driver.error is not None:
+                        break
+            if driver.error is not None:
+                raise driver.error
             if g < len(program.groups):
                 group = program.groups[g]
                 for tile in program.tiles:
@@ -413,6 +534,40 @@ def _child(payload: bytes, conn: Any) -> None:
         conn.send(("error", "host model failed:\n" + traceback.format_exc(limit=8)))
     finally:
         conn.close()
+
+
+def _run_side_by_side(lib: Any, fn: Any, barrier: bool, driver: _Driver) -> None:
+    """Run a group on every tile at once, a thread per tile taking turns (:class:`_Driver`).
+
+    A tile's receive must wait for another tile's send, so the tiles cannot run one
+    after the other; the turns keep the run deterministic (the order of
+    ``hostmodel.execute_in_order``).
+    """
+    tiles = sorted(driver.program.tiles)
+    driver.turn = threading.Condition()
+    driver.unfinished = list(tiles)
+    driver.stalled = set()
+    driver.running = tiles[0]
+
+    def run(tile: int) -> None:
+        driver.tile = tile
+        lib.tx8_host_tile(tile)
+        driver.wait_turn(tile)
+        try:
+            fn(tile)
+            if barrier and driver.error is None:
+                lib.tsm_barrier()  # as main() calls it after the group
+        finally:
+            driver.pass_turn(tile, finished=True)
+
+    threads = [threading.Thread(target=run, args=(t,), name=f"tile {t}") for t in tiles]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        driver.turn = None
 
 
 class _FileConn:
@@ -665,12 +820,6 @@ def execute_module(
     seconds: dict[str, float] = {}
     start = time.perf_counter()
     program = build_program(module, hw)
-    if via == "c" and any(c.what == "send" for cs in program.tiles.values() for c in cs):
-        raise Tx8labError(
-            "execute: the program sums partials over the NoC (group-cost.noc) and main.c "
-            "does not carry NoC transfers yet; execute the Program's own streams "
-            "(execute_module(..., via='program')) or set group-cost.noc=false"
-        )
     text = (
         main_c
         if main_c is not None

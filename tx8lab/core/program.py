@@ -63,8 +63,10 @@ Readings chosen where the seed is vague:
   result to the peer's staging slot, or onto the peer's result when the pattern copies),
   then its ``recv`` s (``dte_recv``) each followed, when it adds, by a ``reduce``
   (``op_noc_add``: the landed chunk added into its result). A chunk is the result box cut
-  along ``NocReduce.chunk_dim``; an empty chunk moves nothing (on either side). A send
-  and its receive share a tag naming the group, task, iteration, transfer and both tiles.
+  along ``NocReduce.chunk_dim``; an empty chunk moves nothing (on either side: main.c
+  still calls the library for it, which returns at once; ``Program.idle`` lists those
+  transfers' tags). A send and its receive share a tag (:func:`noc_tag`) naming the
+  group, task, iteration, transfer and both tiles.
 - A ``bypasscodegen`` constant (an Embedding table) is read in place from DDR. A value in
   DDR that no load moves and no constant is (a block argument a compute op reads
   directly) has no address: the program is refused with an error naming the op.
@@ -314,6 +316,9 @@ class Program:
     """SPM addresses a command may touch: ``[spm_base, spm_limit)``."""
     code: Mapping[int, GroupCode] = field(default_factory=dict)
     """Group id -> its rolled form, the loop nest main.c prints (:class:`GroupCode`)."""
+    idle: frozenset[str] = frozenset()
+    """Tags (:func:`noc_tag`) of NoC transfers whose chunk is empty: no command moves
+    them, and main.c's calls for them do nothing."""
 
     @property
     def num_commands(self) -> int:
@@ -573,7 +578,7 @@ class _BoxMemo:
         self.boxes: dict[tuple[int, tuple[int, ...]], Window] = {}
 
 
-def _loops_of(
+def task_loops(
     nodes: Sequence[Node], around: tuple[tuple[str, int], ...] = ()
 ) -> dict[str, tuple[tuple[str, int], ...]]:
     """Task id -> (stage, times) of each Repeat around it, outermost first."""
@@ -582,7 +587,7 @@ def _loops_of(
         if isinstance(node, Task):
             out[node.id] = around
         else:
-            out.update(_loops_of(node.body, (*around, (node.stage, node.times))))
+            out.update(task_loops(node.body, (*around, (node.stage, node.times))))
     return out
 
 
@@ -625,12 +630,27 @@ def _group_program(
     *,
     chip0: bool = False,
     first_tile: bool = False,
+    idle: set[str] | None = None,
 ) -> dict[int, list[Command]]:
+    """:func:`group_program`; the tags of empty NoC transfers are added to ``idle``."""
     tiles = region_tiles(group, hw)
     unroll = _Unroll(group, code, memo, chip0, tiles)
     if first_tile:
         tiles = tiles[:1]
-    return {tile: unroll.commands(tile, local) for local, tile in enumerate(tiles)}
+    out = {tile: unroll.commands(tile, local) for local, tile in enumerate(tiles)}
+    if idle is not None:
+        idle.update(unroll.idle)
+    return out
+
+
+def noc_tag(group: int, op_id: int, at: Sequence[int], transfer: int, src: int, dst: int) -> str:
+    """The tag a NoC transfer's send and receive share (``Command.tag``).
+
+    Examples:
+        >>> noc_tag(30, 7, (1, 0), 2, 4, 5)
+        '%30 noc:%7 [1, 0] #2 4->5'
+    """
+    return f"%{group} noc:%{op_id} {list(at)} #{transfer} {src}->{dst}"
 
 
 # An SPM range of a command before its holder is known: the tile-independent part
@@ -802,7 +822,9 @@ class _Unroll:
         self.reductions = code.schedule.reductions
         self.tiles = tiles
         """The region's tile ids by local index (a NoC transfer's peer)."""
-        self.loops = _loops_of(code.schedule.nodes)
+        self.idle: set[str] = set()
+        """Tags of the NoC transfers left out because their chunk is empty."""
+        self.loops = task_loops(code.schedule.nodes)
         self.alias: dict[ValueKey, ValueKey] = {}
         self.readers: dict[ValueKey, list[tuple[Op, int]]] = {}
         for op in ops.values():
@@ -1062,7 +1084,7 @@ class _Unroll:
         pos = group.index(local)
         chunks = chunk_boxes(site.window(box), red.chunks, red.chunk_dim)
         st = site.staging
-        group_id, _, _, _, _, _, task, at, _ = site.head
+        group_id, _, _, op_id, _, _, _, at, _ = site.head
         out: list[tuple[What, str, tuple[Any, ...], tuple[Any, ...], int, str]] = []
 
         def landing(t: Transfer, chunk: Window) -> Any:
@@ -1079,10 +1101,11 @@ class _Unroll:
 
         for k, t in site.plan.steps(pos):
             chunk = chunks[t.chunk]
-            if _empty_box(chunk):
-                continue
             sender, receiver = self.tiles[group[t.src]], self.tiles[group[t.dst]]
-            tag = f"%{group_id} {task} {list(at)} #{k} {sender}->{receiver}"
+            tag = noc_tag(group_id, op_id, at, k, sender, receiver)
+            if _empty_box(chunk):
+                self.idle.add(tag)
+                continue
             land = landing(t, chunk)
             if t.src == pos:
                 src = hold(site.result, chunk)
@@ -1283,6 +1306,7 @@ def _build_program(module: Module, hw: ChipConfig) -> Program:
     stored: dict[ValueKey, DdrTensor] = {}
     code: dict[int, GroupCode] = {}
     memo = _BoxMemo()  # boxes repeat across groups (a transformer's layers)
+    idle: set[str] = set()
     for top in main.ops:
         if top.kind in TERMINATORS or top.kind in NO_CODE:
             continue
@@ -1293,7 +1317,7 @@ def _build_program(module: Module, hw: ChipConfig) -> Program:
             )
         groups.append(top.id)
         code[top.id] = group_code(top, hw)
-        for tile, commands in _group_program(top, hw, code[top.id], memo).items():
+        for tile, commands in _group_program(top, hw, code[top.id], memo, idle=idle).items():
             tiles[tile].extend(commands)
         body = top.regions[0]
         outer = dict(zip((a.key for a in body.args), top.operands, strict=True))
@@ -1359,6 +1383,7 @@ def _build_program(module: Module, hw: ChipConfig) -> Program:
         hw.tile.spm_alloc_base_bytes,
         hw.tile.spm_limit_bytes,
         code,
+        frozenset(idle),
     )
 
 
@@ -1375,8 +1400,10 @@ __all__ = [
     "group_schedule",
     "lifetime_label",
     "lifetime_labels",
+    "noc_tag",
     "region_tiles",
     "strategy_of",
+    "task_loops",
     "use_label",
     "value_names",
 ]

@@ -70,6 +70,19 @@ typedef struct DMA_PARAM {
     int32_t psum_last;
 } DMA_PARAM;
 
+typedef struct NOC_PARAM {
+    int32_t op;
+    int32_t at[MAX_LOOP_DEPTH];
+    Data_Format fmt;
+    int32_t dim;
+    int32_t slice[MAX_SHAPE_DIM];
+    int32_t psum_init;
+    int32_t psum_last;
+    int32_t transfer;
+    int32_t chunk;
+    int32_t peer;
+} NOC_PARAM;
+
 typedef struct ELTWISE_PARAM {
     int32_t op;
     int32_t at[MAX_LOOP_DEPTH];
@@ -208,6 +221,26 @@ uint64_t op_dma_load(const DMA_PARAM *param, TSR *dst, uint64_t ddr_addr, G_SHAP
 uint64_t op_dma_load_const(const DMA_PARAM *param, TSR *dst, uint64_t ddr_addr, G_SHAPE *g);
 uint64_t op_dma_store(const DMA_PARAM *param, TSR *src, uint64_t ddr_addr, G_SHAPE *g);
 uint64_t op_dma_gather(const DMA_PARAM *param, TSR *dst, uint64_t ddr_addr, G_SHAPE *g, const TSR *indices);
+
+/* NoC (DTE) transfers of an all-reduce of partial sums over the tiles of a reduction
+ * group. A step of a tile's plan: send (1) or receive (0) transfer `transfer` of the
+ * plan, chunk `chunk` of the result slice, to or from position `peer` of the group;
+ * a receive with slot >= 0 lands in staging slot `slot` and is added into the sum
+ * (op_noc_add), with slot -1 it lands on the sum (a copy of the finished chunk). */
+typedef struct NOC_STEP {
+    int32_t transfer;
+    int32_t send;
+    int32_t peer;
+    int32_t chunk;
+    int32_t slot;
+} NOC_STEP;
+
+/* dte_send: src's chunk to dst on tile param->peer (the DTE writes the peer's SPM);
+ * dte_recv: waits until that chunk has landed in dst; op_noc_add: out = acc + staged
+ * on the chunk. An empty chunk moves nothing and returns 0 */
+uint64_t dte_send(const NOC_PARAM *param, TSR *src, TSR *dst);
+uint64_t dte_recv(const NOC_PARAM *param, TSR *dst);
+uint64_t op_noc_add(const NOC_PARAM *param, TSR *staged, TSR *acc, TSR *out);
 
 /* the groups of main.c in order, for a host that runs them tile by tile */
 typedef uint64_t (*tx8_group_fn)(int32_t tile_id);
