@@ -100,7 +100,7 @@ from tx8lab.core.schedule.tasks import (
     Task,
 )
 from tx8lab.errors import Tx8labError
-from tx8lab.hw.collectives import allreduce_plan
+from tx8lab.hw.collectives import allgather_plan, allreduce_plan
 from tx8lab.hw.config import ChipConfig
 
 _LOADS = frozenset({"tx8be.LoadVar", "tx8be.LoadConst"})
@@ -112,6 +112,7 @@ _INDENT = "    "
 #: What the cache must see besides the body: the group attributes that shape the text.
 _GROUP_ATTRS = (
     "multi_buffer",
+    "noc_share",
     "retract",
     "cycles",
     "plan_cycles",
@@ -418,6 +419,9 @@ def _emit_task(ctx: _Ctx, task: Task, loops: Sequence[tuple[str, int]], depth: i
         gather=f"&t_{c_name(task.reads[0])}" if op.kind in _LOADS and task.reads else "",
         op=op.id,
         at=tuple(var for var, _ in loops),
+        share=(f"noc_pos_{op.id}[tile_id]", ctx.si.reductions[op.id].ways)
+        if op.kind in _LOADS and op.id in ctx.si.reductions
+        else None,
     )
     if (op.kind in _LOADS or op.kind == _STORE) and "ddr_addr" not in op.attrs:
         raise Tx8labError(
@@ -447,7 +451,10 @@ def _emit_noc(ctx: _Ctx, task: Task, loops: Sequence[tuple[str, int]], depth: in
             f"codegen: group %{ctx.group.id} has the NoC task {task.id} but no reduction for "
             f"{op.label}; re-run group-cost"
         )
-    plan = allreduce_plan(red.ways, red.pattern)  # type: ignore[arg-type]
+    if red.collective == "all-gather":
+        plan = allgather_plan(red.ways, red.pattern)  # type: ignore[arg-type]
+    else:
+        plan = allreduce_plan(red.ways, red.pattern)  # type: ignore[arg-type]
     n = c_name(f"%{op.id}")
     pos = [-1] * ctx.num_tiles
     team = [-1] * ctx.num_tiles
@@ -471,13 +478,18 @@ def _emit_noc(ctx: _Ctx, task: Task, loops: Sequence[tuple[str, int]], depth: in
         for r in rows
     )
     ctx.statics += [
-        f"/* noc:%{n}: {red.pattern} all-reduce of %{n}'s partial sums, {red.ways} tiles per "
-        f"reduction group, {len(red.groups)} groups; chunks {red.chunks} along dim "
-        f"{red.chunk_dim}; staging {red.slots} x {red.slot_bytes} B (NocReduce) */",
+        f"/* noc:%{n}: {red.pattern} {red.collective} of %{n}"
+        + (
+            f" (a shared load), {red.ways} tiles per share group"
+            if red.collective == "all-gather"
+            else f"'s partial sums, {red.ways} tiles per reduction group"
+        )
+        + f", {len(red.groups)} groups; chunks {red.chunks} along dim {red.chunk_dim}; "
+        f"staging {red.slots} x {red.slot_bytes} B (NocReduce) */",
         f"static const int32_t noc_pos_{n}[{ctx.num_tiles}] = {_c_array(pos)};  "
-        "/* tile id -> its position in its reduction group (-1: none) */",
+        "/* tile id -> its position in its group (-1: none) */",
         f"static const int32_t noc_team_{n}[{ctx.num_tiles}] = {_c_array(team)};  "
-        "/* tile id -> its reduction group */",
+        "/* tile id -> its group (reduction or share) */",
         f"static const int32_t noc_tiles_{n}[{len(members)}][{red.ways}] = "
         f"{{{', '.join(_c_array(m) for m in members)}}};  /* each group's tile ids by position */",
         f"static const int32_t noc_count_{n}[{red.ways}] = {_c_array(count)};",
@@ -487,27 +499,39 @@ def _emit_noc(ctx: _Ctx, task: Task, loops: Sequence[tuple[str, int]], depth: in
     pad = _INDENT * depth
     inner = pad + _INDENT * 2
     result = f"t_{c_name(ctx.names[op.results[0].key])}"
-    staging = f"t_{c_name(f'%{op.id}.noc')}"
     fmt = c_format(op.results[0].type.dtype, op.label)
     at = c_at(tuple(var for var, _ in loops))
-    ctx.calls += 3
+    gather = red.collective == "all-gather"
+    ctx.calls += 2 if gather else 3
+    if gather:  # every chunk lands in place
+        land = [f"{inner}TSR *land = &{result};"]
+        add = []
+    else:
+        staging = f"t_{c_name(f'%{op.id}.noc')}"
+        land = [
+            f"{inner}TSR slot = {staging};",
+            f"{inner}slot.addr += (uint64_t)(st->slot > 0 ? st->slot : 0) * {red.slot_bytes}u;",
+            f"{inner}TSR *land = st->slot >= 0 ? &slot : &{result};  /* -1: onto the sum */",
+        ]
+        add = [
+            f"{inner}{_INDENT}if (st->slot >= 0) cycles += op_noc_add(&p, land, &{result}, "
+            f"&{result});"
+        ]
     ctx.lines += [
         f"{pad}{{  /* {task.id} {task.engine}, {_steps_note(ctx.steps.get(task.id, [0]))}: "
-        f"this tile's sends and receives of the {red.pattern} all-reduce */",
+        f"this tile's sends and receives of the {red.pattern} {red.collective} */",
         f"{pad}{_INDENT}const int32_t pos = noc_pos_{n}[tile_id];",
         f"{pad}{_INDENT}for (int32_t s = 0; s < noc_count_{n}[pos]; ++s) {{",
         f"{inner}const NOC_STEP *st = &noc_plan_{n}[pos][s];",
         f"{inner}NOC_PARAM p = {{.op = {op.id}, .at = {at}, .fmt = {fmt}, .psum_init = 1, "
         ".psum_last = 1, .transfer = st->transfer, .chunk = st->chunk, "
         f".peer = noc_tiles_{n}[noc_team_{n}[tile_id]][st->peer]}};",
-        f"{inner}TSR slot = {staging};",
-        f"{inner}slot.addr += (uint64_t)(st->slot > 0 ? st->slot : 0) * {red.slot_bytes}u;",
-        f"{inner}TSR *land = st->slot >= 0 ? &slot : &{result};  /* -1: onto the sum */",
+        *land,
         f"{inner}if (st->send) {{",
         f"{inner}{_INDENT}cycles += dte_send(&p, &{result}, land);",
         f"{inner}}} else {{",
         f"{inner}{_INDENT}cycles += dte_recv(&p, land);",
-        f"{inner}{_INDENT}if (st->slot >= 0) cycles += op_noc_add(&p, land, &{result}, &{result});",
+        *add,
         f"{inner}}}",
         f"{pad}{_INDENT}}}",
         f"{pad}}}",

@@ -74,7 +74,7 @@ COMMON_FIELDS: tuple[str, ...] = (
 
 #: Parameter struct -> its family's own fields (after :data:`COMMON_FIELDS`).
 PARAM_STRUCTS: dict[str, tuple[str, ...]] = {
-    "DMA_PARAM": (),
+    "DMA_PARAM": ("int32_t chunk", "int32_t chunks"),
     "NOC_PARAM": ("int32_t transfer", "int32_t chunk", "int32_t peer"),
     "ELTWISE_PARAM": (),
     "UNARY_PARAM": ("float alpha", "float beta"),
@@ -209,6 +209,9 @@ class CCall:
     """DMA ops: the ``G_SHAPE *`` of the DDR tensor."""
     gather: str = ""
     """A gather load (seed rdmaGather): the ``TSR *`` of the indices that pick the rows."""
+    share: tuple[str, int] | None = None
+    """A shared load: (C expression of this tile's position in its share group, the
+    group's tiles): it loads that chunk of its window."""
 
 
 def _variadic(opdef: OpSignature) -> bool:
@@ -229,8 +232,14 @@ def c_at(at: tuple[str, ...]) -> str:
 
 
 def dma_param(call: CCall) -> str:
-    """``&(DMA_PARAM){.op = 35, .at = {i0}}``: a DMA call's op and loop indices."""
-    return f"&(DMA_PARAM){{.op = {call.op}, .at = {c_at(call.at)}}}"
+    """``&(DMA_PARAM){.op = 35, .at = {i0}}``: a DMA call's op and loop indices.
+
+    A shared load adds the chunk it moves: ``.chunk = noc_pos_35[tile_id], .chunks = 4``.
+    """
+    share = ""
+    if call.share is not None:
+        share = f", .chunk = {call.share[0]}, .chunks = {call.share[1]}"
+    return f"&(DMA_PARAM){{.op = {call.op}, .at = {c_at(call.at)}{share}}}"
 
 
 def compute_call(opdef: OpSignature, call: CCall, fields: Mapping[str, Any], dtype: str) -> str:

@@ -261,6 +261,12 @@ _CB = ctypes.CFUNCTYPE(
 )
 
 
+class _Dma(ctypes.Structure):
+    """``DMA_PARAM``: the common fields, then a shared load's chunk and chunk count."""
+
+    _fields_ = [("common", _Common), ("chunk", ctypes.c_int32), ("chunks", ctypes.c_int32)]
+
+
 class _Noc(ctypes.Structure):
     """``NOC_PARAM``: the common fields, then the transfer, the chunk and the peer tile."""
 
@@ -298,7 +304,7 @@ class _Driver:
     unfinished: list[int] = field(default_factory=list)
     stalled: set[int] = field(default_factory=set)
     """Tiles that gave way in a receive since a command last ran."""
-    _depths: dict[tuple[int, int], int] = field(default_factory=dict)
+    _depths: dict[tuple[int, str], int] = field(default_factory=dict)
 
     @property
     def tile(self) -> int:
@@ -359,16 +365,43 @@ class _Driver:
                 self.running = order[(at + (0 if finished else 1)) % len(order)]
             self.turn.notify_all()
 
+    def depth(self, task: str) -> int:
+        """Loops around ``task`` in the group being run."""
+        key = (self.group, task)
+        if key not in self._depths:
+            loops = task_loops(self.program.code[self.group].schedule.nodes)
+            self._depths[key] = len(loops.get(task, ()))
+        return self._depths[key]
+
     def noc_tag(self, fn: str, noc: _Noc, at: tuple[int, ...]) -> str:
         """The tag of the transfer a NoC call names (``program.noc_tag``)."""
         op = int(noc.common.op)
-        key = (self.group, op)
-        if key not in self._depths:
-            loops = task_loops(self.program.code[self.group].schedule.nodes)
-            self._depths[key] = len(loops.get(f"noc:%{op}", ()))
         src, dst = (self.tile, int(noc.peer)) if fn == "dte_send" else (int(noc.peer), self.tile)
-        depth = self._depths[key]
+        depth = self.depth(f"noc:%{op}")
         return noc_tag(self.group, op, at[:depth], int(noc.transfer), src, dst)
+
+    def shared_load(self, dma: _Dma, at: tuple[int, ...]) -> str:
+        """A load's chunk checked against the Program's share group; its idle tag, or ""."""
+        op = int(dma.common.op)
+        red = self.program.code[self.group].schedule.reductions.get(op)
+        want, tag = (0, 0), ""
+        if red is not None and red.collective == "all-gather":
+            local = self.program.regions[self.group].index(self.tile)
+            group = next(g for g in red.groups if local in g)
+            want = (group.index(local), red.ways)
+            depth = self.depth(f"ld:%{op}")
+            tag = noc_tag(self.group, op, at[:depth], -1, self.tile, self.tile)
+        got = (int(dma.chunk), int(dma.chunks))
+        if got != want:
+            raise ProgramError(
+                f"tile {self.tile}: main.c loads %{op} as chunk {got[0]} of {got[1]}, but the "
+                f"Program's load on this tile is "
+                + (f"chunk {want[0]} of {want[1]} (a shared load)" if want[1] else "whole"),
+                group=self.group,
+                op=op,
+                tile=self.tile,
+            )
+        return tag
 
     def _call(
         self,
@@ -393,6 +426,10 @@ class _Driver:
             tag = self.noc_tag(fn, _Noc.from_address(param or 0), at)
             if tag in self.program.idle:
                 return  # an empty chunk: the library moves nothing
+        elif fn in ("op_dma_load", "op_dma_load_const") and (
+            self.shared_load(_Dma.from_address(param or 0), at) in self.program.idle
+        ):
+            return  # a shared load whose chunk is empty
         if index >= len(commands):
             raise ProgramError(
                 f"tile {tile}: main.c calls {fn} (op %{common.op}, loops {list(at)}) "

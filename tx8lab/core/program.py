@@ -67,6 +67,10 @@ Readings chosen where the seed is vague:
   still calls the library for it, which returns at once; ``Program.idle`` lists those
   transfers' tags). A send and its receive share a tag (:func:`noc_tag`) naming the
   group, task, iteration, transfer and both tiles.
+- **Shared loads** (``slicing`` **Shared loads**): the load moves this tile's chunk of
+  its window (its position in its share group; an empty chunk moves nothing and is
+  idle), and its ``noc:%5`` task's sends and receives pass the chunks round, landing in
+  place (the all-gather's plan, as above with no adds).
 - A ``bypasscodegen`` constant (an Embedding table) is read in place from DDR. A value in
   DDR that no load moves and no constant is (a block argument a compute op reads
   directly) has no address: the program is refused with an error naming the op.
@@ -109,7 +113,7 @@ from tx8lab.core.schedule.tasks import (
     Timeline,
 )
 from tx8lab.errors import Tx8labError
-from tx8lab.hw.collectives import AllReducePlan, Transfer, allreduce_plan
+from tx8lab.hw.collectives import AllReducePlan, Transfer, allgather_plan, allreduce_plan
 from tx8lab.hw.config import ChipConfig
 
 ValueKey = tuple[int, int, bool]
@@ -317,8 +321,10 @@ class Program:
     code: Mapping[int, GroupCode] = field(default_factory=dict)
     """Group id -> its rolled form, the loop nest main.c prints (:class:`GroupCode`)."""
     idle: frozenset[str] = frozenset()
-    """Tags (:func:`noc_tag`) of NoC transfers whose chunk is empty: no command moves
-    them, and main.c's calls for them do nothing."""
+    """Tags (:func:`noc_tag`) of NoC transfers (transfer -1: a shared load's own chunk)
+    whose chunk is empty: no command moves them, and main.c's calls for them do nothing."""
+    regions: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+    """Group id -> its region's tile ids by local index (``slicing.region_tiles``)."""
 
     @property
     def num_commands(self) -> int:
@@ -409,7 +415,8 @@ def strategy_of(group: Op) -> Strategy:
                 tuple(op.attrs["tile_split"]),
                 tuple(op.attrs.get("chip_cut", ())),
             )
-    return Strategy(ops, int(group.attrs["multi_buffer"]))
+    share = bool(group.attrs.get("noc_share", False))
+    return Strategy(ops, int(group.attrs["multi_buffer"]), share)
 
 
 def group_schedule(group: Op, hw: ChipConfig) -> tuple[Strategy, ScheduleInput, Timeline]:
@@ -683,6 +690,8 @@ class _LoadSite:
     """What it moves when nothing reads it."""
     picker: tuple[int, _WindowOf, _WindowOf, _Spm] | None
     """A gather load: the Gather's id, its table and index windows, the indices' range."""
+    share: NocReduce | None = None
+    """A shared load: its all-gather (each tile loads its position's chunk)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -720,17 +729,20 @@ class _ComputeSite:
 
 @dataclass(frozen=True, slots=True)
 class _NocSite:
-    """One all-reduce instance (``noc:%7``): the op's result and staging ranges."""
+    """One all-reduce instance (``noc:%7``), or a shared load's all-gather (``noc:%5``)."""
 
     head: _Head
     op_id: int
     result: _Spm
     window: _WindowOf
     """The op's iteration box -> its result's window (the piece summed)."""
-    staging: Access
-    """The ``%7.noc`` scratch: slot ``k`` is ``slot_bytes`` at ``addr + k * slot_bytes``."""
+    staging: Access | None
+    """The ``%7.noc`` scratch: slot ``k`` is ``slot_bytes`` at ``addr + k * slot_bytes``
+    (None for an all-gather, which lands in place)."""
     reduce: NocReduce
     plan: AllReducePlan
+    readers: tuple[tuple[int, _WindowOf], ...] | None = None
+    """An all-gather: the load's compute readers (its window is theirs, as the load's)."""
 
 
 _Site = _LoadSite | _StoreSite | _ComputeSite | _NocSite
@@ -899,6 +911,8 @@ class _Unroll:
         reads = {u.buffer: u for u in inst.reads}
         writes = {u.buffer: u for u in inst.writes}
         gen = self.generations
+        if task.id.startswith("noc:"):
+            return self._noc_site(n, head("send", "dte_send"), reads, writes, where)
         if op.kind in LOADS:
             key = op.results[0].key
             ttype = op.results[0].type
@@ -938,6 +952,7 @@ class _Unroll:
                 self.readers_of(op),
                 _whole(ttype.shape),
                 picker,
+                self.reductions.get(op.id),
             )
         if op.kind == STORE:
             key = self.alias.get(op.operands[0].key, op.operands[0].key)
@@ -957,8 +972,6 @@ class _Unroll:
             return _StoreSite(
                 head("store", "op_dma_store"), src, ddr, owner.id, window, readers, whole
             )
-        if task.id.startswith("noc:"):
-            return self._noc_site(n, head("send", "dte_send"), reads, writes, where)
         entry = get_op_def(op.kind)
         layout = op_layout(op).value
         operands: list[tuple[_Spm | None, _Ddr, _WindowOf]] = []
@@ -1046,6 +1059,10 @@ class _Unroll:
             name, use_label(reads[name], self.generations), res.type.dtype,
             op_layout(op).value, where,
         )  # fmt: skip
+        if red.collective == "all-gather":
+            plan = allgather_plan(red.ways, red.pattern)  # type: ignore[arg-type]
+            readers = self.readers_of(op)
+            return _NocSite(head, op.id, result, _same, None, red, plan, readers)
         staging = self._scratch(n, f"%{op.id}.noc", res.type.dtype, op_layout(op).value, where)
         plan = allreduce_plan(red.ways, red.pattern)  # type: ignore[arg-type]
         return _NocSite(head, op.id, result, self.window_of(op, 0, result=True), staging, red, plan)
@@ -1062,33 +1079,38 @@ class _Unroll:
         whole = ((0, nbytes),)
         return Access("spm", name, name, label, addr, nbytes, dtype, layout, whole, whole)
 
+    def position(self, red: NocReduce, op_id: int, local: int) -> tuple[tuple[int, ...], int]:
+        """The reduction (share) group of tile ``local`` and its position in it."""
+        group = next((g for g in red.groups if local in g), None)
+        if group is None:
+            raise Tx8labError(
+                f"program: group %{self.group.id} %{op_id}: tile {local} of the region "
+                f"is in none of its {red.collective} groups {red.groups}; re-run group-cost"
+            )
+        return group, group.index(local)
+
     def noc_commands(
         self,
         site: _NocSite,
         local: int,
-        box: Window,
+        window: Window,
         hold: Callable[[_Spm, Window], _Draft],
     ) -> list[tuple[What, str, tuple[Any, ...], tuple[Any, ...], int, str]]:
-        """The sends, receives and adds of one all-reduce instance on tile ``local``.
+        """The sends, receives and adds of one all-reduce (all-gather) on tile ``local``.
 
-        Each is (what, function, reads, writes, peer tile, tag); sends and receives of an
-        empty chunk are left out (on both sides: the tiles of a group share the piece).
+        ``window``: the piece summed (gathered). Each is (what, function, reads, writes,
+        peer tile, tag); sends and receives of an empty chunk are left out (on both
+        sides: the tiles of a group share the piece).
         """
         red = site.reduce
-        group = next((g for g in red.groups if local in g), None)
-        if group is None:
-            raise Tx8labError(
-                f"program: group %{self.group.id} %{site.op_id}: tile {local} of the region "
-                f"is in none of its reduction groups {red.groups}; re-run group-cost"
-            )
-        pos = group.index(local)
-        chunks = chunk_boxes(site.window(box), red.chunks, red.chunk_dim)
+        group, pos = self.position(red, site.op_id, local)
+        chunks = chunk_boxes(window, red.chunks, red.chunk_dim)
         st = site.staging
         group_id, _, _, op_id, _, _, _, at, _ = site.head
         out: list[tuple[What, str, tuple[Any, ...], tuple[Any, ...], int, str]] = []
 
         def landing(t: Transfer, chunk: Window) -> Any:
-            if not t.add:
+            if not t.add or st is None:
                 return hold(site.result, chunk)
             return replace(
                 st,
@@ -1181,6 +1203,13 @@ class _Unroll:
                 draft((site, reads, writes, psum, None, box))
             elif type(site) is _LoadSite:
                 win = load_window(site.readers, at) if site.readers else site.whole
+                if site.share is not None:  # a shared load: this tile's chunk of it
+                    red = site.share
+                    _, pos = self.position(red, site.head[3], local)
+                    win = chunk_boxes(win, red.chunks, red.chunk_dim)[pos]
+                    if _empty_box(win):
+                        self.idle.add(noc_tag(site.head[0], site.head[3], at, -1, tile, tile))
+                        continue
                 name, addr, nbytes, dtype, layout, whole = site.ddr
                 src = new_access("ddr", name, name, "", addr, nbytes, dtype, layout, whole, win, -1)
                 gather = None
@@ -1194,8 +1223,11 @@ class _Unroll:
                     win = _gathered(table(pbox), index_window, site.dst[7])
                 draft((site, (src,), (hold(site.dst, win),), None, gather, ()))
             elif type(site) is _NocSite:
-                box = box_of(site.op_id, at)
-                for noc in self.noc_commands(site, local, box, hold):
+                if site.readers is not None:  # an all-gather: the load's window
+                    piece = load_window(site.readers, at)
+                else:
+                    piece = site.window(box_of(site.op_id, at))
+                for noc in self.noc_commands(site, local, piece, hold):
                     draft((site, noc[2], noc[3], None, None, (noc[0], noc[1], noc[4], noc[5])))
             elif type(site) is _StoreSite:
                 if site.readers is None:
@@ -1307,6 +1339,7 @@ def _build_program(module: Module, hw: ChipConfig) -> Program:
     code: dict[int, GroupCode] = {}
     memo = _BoxMemo()  # boxes repeat across groups (a transformer's layers)
     idle: set[str] = set()
+    regions: dict[int, tuple[int, ...]] = {}
     for top in main.ops:
         if top.kind in TERMINATORS or top.kind in NO_CODE:
             continue
@@ -1316,6 +1349,7 @@ def _build_program(module: Module, hw: ChipConfig) -> Program:
                 "(run the group pass, the default pipeline, first)"
             )
         groups.append(top.id)
+        regions[top.id] = tuple(region_tiles(top, hw))
         code[top.id] = group_code(top, hw)
         for tile, commands in _group_program(top, hw, code[top.id], memo, idle=idle).items():
             tiles[tile].extend(commands)
@@ -1384,6 +1418,7 @@ def _build_program(module: Module, hw: ChipConfig) -> Program:
         hw.tile.spm_limit_bytes,
         code,
         frozenset(idle),
+        regions,
     )
 
 

@@ -52,6 +52,12 @@ receive that adds lands in a staging *slot* of its own (no slot is reused within
 all-reduce, so a send never waits for its receiver to free one); a receive that copies
 lands on the receiver's sum itself. Per tile and round the sends come first, then the
 receives in the order of :func:`allreduce_plan`.
+
+**All-gather** (:func:`allgather_plan`, :func:`allgather_over_noc`): what a load shared
+by the tiles that read the same window runs (issue 20, sharing instead of re-reading):
+each tile of a share group loads one chunk from DDR, and the chunks are passed round so
+every tile holds the whole window: ``direct`` (every tile sends its chunk to every
+other at once) or ``ring`` (``n - 1`` steps around the group, as the ring's second half).
 """
 
 from __future__ import annotations
@@ -69,6 +75,8 @@ from tx8lab.hw.sim import Range, SimCommand, SimResult, simulate
 Pattern = Literal["direct", "tree", "ring"]
 #: The patterns, simplest first (the order ties go in).
 PATTERNS: tuple[Pattern, ...] = ("direct", "tree", "ring")
+#: The all-gather patterns (a load shared by the tiles that read the same window).
+GATHER_PATTERNS: tuple[Pattern, ...] = ("direct", "ring")
 
 
 @dataclass(frozen=True)
@@ -278,7 +286,10 @@ class Transfer:
 
 @dataclass(frozen=True)
 class AllReducePlan:
-    """The transfers of one pattern over ``n`` positions (module docstring)."""
+    """The transfers of one pattern over ``n`` positions.
+
+    An all-reduce's (module docstring) or an all-gather's (:func:`allgather_plan`: copies).
+    """
 
     pattern: Pattern
     n: int
@@ -343,6 +354,31 @@ def allreduce_plan(n: int, pattern: Pattern) -> AllReducePlan:
     raise Tx8labError(f"all-reduce: unknown pattern {pattern!r}; use one of {PATTERNS}")
 
 
+def allgather_plan(n: int, pattern: Pattern) -> AllReducePlan:
+    """The copies of an all-gather over ``n`` positions: position ``p`` starts with chunk ``p``.
+
+    ``direct``: in one round every position sends its chunk to every other (to ``p + 1``
+    first, round the group). ``ring``: ``n - 1`` rounds; in round ``s`` position ``i``
+    passes chunk ``(i - s) mod n`` on to ``i + 1``. Every transfer lands on the chunk's
+    own place (slot -1): nothing is added, nothing staged.
+
+    Examples:
+        >>> [(t.src, t.dst, t.chunk) for t in allgather_plan(3, "ring").transfers]
+        [(0, 1, 0), (1, 2, 1), (2, 0, 2), (0, 1, 2), (1, 2, 0), (2, 0, 1)]
+        >>> allgather_plan(4, "direct").slots, len(allgather_plan(4, "direct").transfers)
+        (0, 12)
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+        raise Tx8labError(f"all-gather: needs at least 2 tiles, got {n!r}")
+    if pattern == "direct":
+        out = [Transfer(0, p, (p + d) % n, p, -1) for p in range(n) for d in range(1, n)]
+    elif pattern == "ring":
+        out = [Transfer(s, i, (i + 1) % n, (i - s) % n, -1) for s in range(n - 1) for i in range(n)]
+    else:
+        raise Tx8labError(f"all-gather: unknown pattern {pattern!r}; use one of {GATHER_PATTERNS}")
+    return AllReducePlan(pattern, n, n, tuple(out))
+
+
 def chunk_bounds(elements: int, chunks: int, lanes: int) -> list[tuple[int, int]]:
     """``[lo, hi)`` element bounds of each chunk: even shares rounded up to ``lanes``.
 
@@ -365,6 +401,28 @@ def allreduce_streams(
     Raises:
         Tx8labError: as :func:`reduction_streams`, or a tile in two groups.
     """
+    return _plan_streams(groups, num_bytes, dtype, hw, lambda n: allreduce_plan(n, pattern))
+
+
+def allgather_streams(
+    groups: Sequence[Sequence[int]], num_bytes: int, dtype: str, hw: ChipConfig, pattern: Pattern
+) -> dict[int, list[SimCommand]]:
+    """Per-tile streams of one all-gather in each of ``groups`` at once (they share links).
+
+    Position ``p`` of a group holds chunk ``p`` of one ``num_bytes`` piece at SPM
+    ``[0, num_bytes)``; afterwards every tile holds every chunk there.
+    """
+    return _plan_streams(groups, num_bytes, dtype, hw, lambda n: allgather_plan(n, pattern))
+
+
+def _plan_streams(
+    groups: Sequence[Sequence[int]],
+    num_bytes: int,
+    dtype: str,
+    hw: ChipConfig,
+    plan_of: Callable[[int], AllReducePlan],
+) -> dict[int, list[SimCommand]]:
+    """The streams of ``plan_of(len(group))`` run in every group at once."""
     streams: dict[int, list[SimCommand]] = {}
     for tiles in groups:
         order = _check(tiles, num_bytes, dtype, hw)
@@ -378,7 +436,7 @@ def allreduce_streams(
     sent: set[int] = set()
     for tiles in groups:
         order = list(tiles)
-        plan = allreduce_plan(len(order), pattern)
+        plan = plan_of(len(order))
         bounds = [
             (lo * elem, hi * elem) for lo, hi in chunk_bounds(num_bytes // elem, plan.chunks, lanes)
         ]
@@ -399,7 +457,7 @@ def allreduce_streams(
                         law.cycles(hw),
                         (Range("spm", lo, hi),),
                         (),
-                        f"{pattern} {'partial' if t.add else 'sum'} to {dst}",
+                        f"{plan.pattern} {'partial' if t.add else 'sum'} to {dst}",
                         dst_tile=dst,
                         noc_bytes=hi - lo,
                     )
@@ -448,12 +506,27 @@ def allreduce_over_noc(
     return _ranked(lambda p: allreduce_streams(groups, num_bytes, dtype, hw, p), hw, patterns)
 
 
+def allgather_over_noc(
+    groups: Sequence[Sequence[int]],
+    num_bytes: int,
+    dtype: str,
+    hw: ChipConfig,
+    patterns: Sequence[Pattern] = GATHER_PATTERNS,
+) -> tuple[Reduction, ...]:
+    """Every pattern's all-gather in all ``groups`` at once, simulated, fastest first."""
+    return _ranked(lambda p: allgather_streams(groups, num_bytes, dtype, hw, p), hw, patterns)
+
+
 __all__ = [
+    "GATHER_PATTERNS",
     "PATTERNS",
     "AllReducePlan",
     "Pattern",
     "Reduction",
     "Transfer",
+    "allgather_over_noc",
+    "allgather_plan",
+    "allgather_streams",
     "allreduce_over_noc",
     "allreduce_plan",
     "allreduce_streams",

@@ -74,12 +74,14 @@ Readings chosen:
   commands on other buffers).
 - **NoC reductions** (``noc``, off by default): the search also weighs strategies that
   shard a matmul's K or a conv's IC across tiles and all-reduce the partial sums over the
-  NoC (``search`` module docstring); ``noc=false`` is the non-communicating space.
-  Every report entry carries ``comm`` (``k-reduce`` when a reduction dim is sharded
-  across tiles, else ``none``; ``share`` is not built yet) and ``noc_bytes`` (the
-  payload bytes its reductions send, every run counted); a communicating one chosen by a
-  search also ``noc_saved_cycles``: the best non-communicating candidate's cycles minus
-  its own (ranked as the search ranks: simulated for the ones it played).
+  NoC, and strategies whose loads the tiles reading one window share (each loads a
+  chunk, the chunks are all-gathered over the NoC; ``search`` module docstring);
+  ``noc=false`` is the non-communicating space. Every report entry carries ``comm``
+  (``k-reduce`` when a reduction dim is sharded across tiles, else ``share`` when a load
+  is shared, else ``none``) and ``noc_bytes`` (the payload bytes its reductions and
+  all-gathers send, every run counted); a communicating one chosen by a search also
+  ``noc_saved_cycles``: the best non-communicating candidate's cycles minus its own
+  (ranked as the search ranks: simulated for the ones it played).
 - **Progress**: while searching, each finished group is reported through the
   :class:`~tx8lab.core.passes.base.PassContext` (groups done, template hits); the
   runner's ``Progress`` instrument draws the bar. It never changes results.
@@ -91,7 +93,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -115,7 +117,7 @@ from tx8lab.core.schedule.stages import (
     StageSettings,
     run_group,
 )
-from tx8lab.core.schedule.tasks import Strategy
+from tx8lab.core.schedule.tasks import NocReduce, Strategy
 from tx8lab.core.schedule.template_cache import TemplateCache
 from tx8lab.core.simulate import simulate_schedule
 from tx8lab.errors import Tx8labError
@@ -332,7 +334,7 @@ class GroupCost(Pass):
             "candidates_evaluated": got.evaluated,
             "search_space_size": got.space_size,
             "template_hit": False,
-            "comm": "k-reduce" if inp.reductions else "none",
+            "comm": _comm(inp.reductions.values()),
             "noc_bytes": noc_bytes(inp),
         }
         if inp.reductions and got.search is not None:
@@ -523,7 +525,9 @@ def _annotated(
             op = op.with_attrs(**extra)
         ops.append(op)
     region = Block(body.args, tuple(ops))
+    shared = {"noc_share": True} if strategy.share else {}
     return group.replace(regions=(region,)).with_attrs(
+        **shared,
         cycles=entry["cycles"],
         plan_cycles=entry["plan_cycles"],
         spm_peak_bytes=entry["spm_peak_bytes"],
@@ -532,6 +536,14 @@ def _annotated(
         multi_buffer=strategy.multi_buffer,
         retract=retract,
     )
+
+
+def _comm(collectives: Iterable[NocReduce]) -> str:
+    """The report's ``comm``: ``k-reduce``, else ``share``, else ``none``."""
+    kinds = {c.collective for c in collectives}
+    if "all-reduce" in kinds:
+        return "k-reduce"
+    return "share" if kinds else "none"
 
 
 def _strategy_fields(strategy: Strategy) -> dict[str, Any]:

@@ -173,7 +173,7 @@ def with_chips(strategy: Strategy, cut: ChipCut | None) -> Strategy:
     for k, v in strategy.ops.items():
         chips = tuple(cut.chips.get(k, ()))
         ops[k] = OpStrategy(v.shard, v.split, chips if any(c > 1 for c in chips) else ())
-    return Strategy(ops, strategy.multi_buffer)
+    return Strategy(ops, strategy.multi_buffer, strategy.share)
 
 
 __all__ = ["ChipCut", "chip_cut", "chip_cuts", "with_chips"]

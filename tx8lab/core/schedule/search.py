@@ -96,6 +96,11 @@ Readings chosen where the seed is vague:
   the budget and the level rules apply as to any candidate, and the space counts them.
   Producers of a K-sharded operand are not asked to cut K (they compute it whole and
   each tile reads its share).
+- **Shared loads** (``noc=True``). Then the ``SHARE_TOP`` plain candidates the plan ranks
+  best (every OK plain one in ``exhaustive``) run again with ``Strategy.share``: slicing
+  shares each load whose chunk plus all-gather beats every tile loading it (slicing's
+  **Shared loads**). A twin where no load is worth sharing is a ``duplicate``; the others
+  say ``comm == "share"``. The space counts a twin per plain candidate.
 - **Memory.** Every OK candidate keeps its run (timeline, lifetimes, packing), so the
   factor-space view shows any candidate without scheduling it again.
 - **Simulated ranking** (issue 19: one tile model for every figure). The walk, its
@@ -184,6 +189,8 @@ DEFAULT_MAX_SPACE = 2000
 
 #: OK candidates the plan ranks best that the tile simulator then plays (with a timer).
 SIMULATE_TOP = 3
+#: Plain candidates (the plan's best) tried again with shared loads when ``noc`` is on.
+SHARE_TOP = 3
 
 #: Candidates a ``search`` evaluates before it stops (once one fits). The zoo's largest
 #: search (a resnet50 conv group) evaluates 81, so the budget ends none of the zoo's.
@@ -222,7 +229,8 @@ class Candidate:
     """Played by the tile simulator (module docstring, "Simulated ranking")."""
     comm: str = "none"
     """``k-reduce`` when its reduction dims are sharded across tiles (module docstring,
-    "NoC reductions"), else ``none``."""
+    "NoC reductions"), ``share`` when some load is shared over the NoC ("Shared loads"),
+    else ``none``."""
 
 
 def _evaluated(rows: Sequence[Candidate]) -> int:
@@ -382,11 +390,12 @@ def _depths(out: _Out, vec: tuple[int, ...]) -> int:
 def space_size(group: Op, hw: ChipConfig, *, noc: bool = False) -> int:
     """Candidates of ``group``: the default plus (vector, depth) pairs of its first output.
 
-    ``noc``: plus those of each NoC reduction width (module docstring).
+    ``noc``: plus those of each NoC reduction width, and the shared-loads twin of each
+    plain one (module docstring).
     """
     tiles = group_tile_budget(group, hw)
     outs = _outs(group, tiles)
-    return _space_size(outs, _comm_outs(group, tiles) if noc and outs else {})
+    return _space_size(outs, _comm_outs(group, tiles) if noc and outs else {}, share=noc)
 
 
 def _comm_outs(group: Op, tiles: int) -> dict[int, list[_Out]]:
@@ -394,13 +403,19 @@ def _comm_outs(group: Op, tiles: int) -> dict[int, list[_Out]]:
     return {k: _outs(group, tiles // k) for k in noc_ways_of(group, tiles)}
 
 
-def _space_size(outs: list[_Out], comm: Mapping[int, list[_Out]] | None = None) -> int:
-    """The default plus every (vector, depth) of ``outs``, and of each width's in ``comm``."""
+def _space_size(
+    outs: list[_Out], comm: Mapping[int, list[_Out]] | None = None, *, share: bool = False
+) -> int:
+    """The default plus every (vector, depth) of ``outs``, and of each width's in ``comm``.
+
+    ``share``: twice the plain ones (each has a shared-loads twin).
+    """
     if not outs:
         return 1
     first = outs[0]
     own = 1 + sum(_depths(first, v) + 1 for lv in first.levels for v in lv.shardings)
-    return own + sum(_space_size(more) - 1 for more in (comm or {}).values())
+    twins = own if share else 0
+    return own + twins + sum(_space_size(more) - 1 for more in (comm or {}).values())
 
 
 # ---------------------------------------------------------------- one candidate
@@ -432,7 +447,7 @@ def _split_reductions(group: Op, strategy: Strategy) -> Strategy | None:
                 if nxt is not None:
                     split[i], changed = nxt, True
         ops[k] = OpStrategy(st.shard, tuple(split), st.chips)
-    return Strategy(ops, strategy.multi_buffer) if changed else None
+    return Strategy(ops, strategy.multi_buffer, strategy.share) if changed else None
 
 
 def _reduce_split_retry(
@@ -477,7 +492,8 @@ def _busy_bound(si: ScheduleInput) -> int:
 
 
 def _key(strategy: Strategy) -> tuple[Any, ...]:
-    return tuple(sorted((k, v.shard, v.split, v.chips) for k, v in strategy.ops.items()))
+    ops = tuple(sorted((k, v.shard, v.split, v.chips) for k, v in strategy.ops.items()))
+    return (*ops, strategy.share)
 
 
 def noc_ways_of(group: Op, tiles: int) -> list[int]:
@@ -528,7 +544,7 @@ def noc_sharded(group: Op, strategy: Strategy, ways: int) -> Strategy:
             effective_split(dims[j].size, ways, q) if j == i else q for j, q in enumerate(st.split)
         )
         ops[k] = OpStrategy(shard, split, st.chips)
-    return Strategy(ops, strategy.multi_buffer)
+    return Strategy(ops, strategy.multi_buffer, strategy.share)
 
 
 # ---------------------------------------------------------------- the search
@@ -570,7 +586,8 @@ class _Search:
         self.ways = 1
         """Tiles per NoC reduction group of the candidates being built (1: none)."""
         self.comm = _comm_outs(group, tiles) if noc and self.outs else {}
-        self.size = _space_size(self.outs, self.comm) if mode != "default" else 1
+        self.noc = noc and bool(self.outs)
+        self.size = _space_size(self.outs, self.comm, share=self.noc) if mode != "default" else 1
         self.rows: list[Candidate] = []
         self.seen: set[Any] = set()
         self.best: Candidate | None = None
@@ -731,6 +748,35 @@ class _Search:
             return None, exc, ""
         split = strategy.ops[first.op.id].split
         return with_chips(strategy, self.chips), None, str(list(split))
+
+    def shared(self) -> Iterator[SearchResult]:
+        """The plain walk's best again with loads shared (module docstring, "Shared loads")."""
+        if not self.noc:
+            return
+        plain = sorted(
+            (c for c in self.rows if c.status == "OK" and c.comm == "none" and c.strategy),
+            key=lambda c: (c.cycles or 0, c.index),
+        )
+        for c in plain if self.mode == "exhaustive" else plain[:SHARE_TOP]:
+            assert c.strategy is not None
+            strategy = dataclasses.replace(c.strategy, share=True)
+            if _key(strategy) in self.seen:
+                continue
+            self.seen.add(_key(strategy))
+            where = (c.level, c.sharding, c.depth, c.split)
+            cand = self._run(len(self.rows), where, strategy, None)
+            if cand.status == "OK":
+                gathers = cand.run.input.reductions.values() if cand.run is not None else ()
+                if any(r.collective == "all-gather" for r in gathers):
+                    cand = dataclasses.replace(cand, comm="share")
+                else:  # the same schedule as the plain candidate
+                    cand = dataclasses.replace(
+                        cand, status="duplicate", reason="no load is worth sharing", run=None
+                    )
+            self.rows.append(cand)
+            if cand.status == "OK" and (cand.cycles or 0) < self.best_cycles():
+                self.best = cand
+            yield self.snapshot(False)
 
     def comm_levels(self) -> Iterator[SearchResult]:
         """The levels again for each NoC reduction width (module docstring)."""
@@ -920,6 +966,7 @@ def iter_search(
     yield search.snapshot(False)
     yield from search.levels()
     yield from search.comm_levels()
+    yield from search.shared()
     if search.best is None:
         rows = search.rows
         reasons = "; ".join(sorted({c.reason.split(";")[0] for c in rows if c.reason}))[:600]

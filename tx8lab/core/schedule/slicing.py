@@ -583,7 +583,10 @@ class _Item:
     clobbers: list[ValueKey] = field(default_factory=list)
     """Values it reads whose buffer its kernel overwrites (``clobbered_operands``)."""
     noc: bool = False
-    """The all-reduce over the NoC of its op's partial sums (**Reductions across tiles**)."""
+    """The all-reduce over the NoC of its op's partial sums (**Reductions across tiles**),
+    or, after a shared load, the all-gather of its chunks (**Shared loads**)."""
+    share: int = 0
+    """A shared load: the tiles of its share group (it moves one chunk of that many)."""
 
     @property
     def level(self) -> int:
@@ -937,8 +940,9 @@ def _buffers(
         if it.noc:
             name = f"%{it.op.id}.noc"
             red = reductions[it.op.id]
-            buffers[name] = Buffer(name, it.op.id, red.slots * red.slot_bytes, "imm")
-            in_loop[name] = False
+            if red.slots:
+                buffers[name] = Buffer(name, it.op.id, red.slots * red.slot_bytes, "imm")
+                in_loop[name] = False
             continue
         p = plan.ops[it.op.id]
         imm = get_op_def(it.op.kind).imm_bytes(it.op, p.slice)
@@ -1005,7 +1009,13 @@ def _build(
         items = _reload_before_first_reader(body, items)
         nested = _nest(items, plan.slots, 0, (), (), [0])
     _check_clobber_loops(body, plan, items)
-    reductions = {it.op.id: _noc_reduce(body, plan, it, hw) for it in items if it.noc}
+    shares: dict[int, NocReduce] = {}
+    if strategy.share:
+        items, shares = _with_shares(body, plan, items, hw)
+        nested = _nest(items, plan.slots, 0, (), (), [0])
+    reductions = {
+        it.op.id: shares.get(it.op.id) or _noc_reduce(body, plan, it, hw) for it in items if it.noc
+    }
     buffers, names, _ = _buffers(body, plan, items, hw, reductions)
     tiles = plan.tiles
 
@@ -1015,9 +1025,15 @@ def _build(
         writes = tuple(names[k] for k in (*it.writes, *it.clobbers) if k in names)
         if it.noc:
             red = reductions[it.op.id]
-            writes = (*writes, f"%{it.op.id}.noc")
+            staging = f"%{it.op.id}.noc"
+            writes = (*writes, staging) if staging in buffers else writes
+            what = (
+                f"all-gather of {red.ways} loaded chunks"
+                if red.collective == "all-gather"
+                else f"all-reduce of {red.ways} partial sums"
+            )
             text = (
-                f"{it.id} all-reduce of {red.ways} partial sums over the NoC, {red.pattern} "
+                f"{it.id} {what} over the NoC, {red.pattern} "
                 f"(simulated, {len(red.groups)} groups at once): {red.cycles:,} cycles; "
                 + ", ".join(f"{p} {c:,}" for p, c in red.alternatives)
             )
@@ -1047,6 +1063,12 @@ def _build(
     counts = ", ".join(f"{s}={plan.loop_counts[s]}" for s in STAGES)
     notes.insert(0, f"loop counts {counts}; {tiles} tiles")
     for op_id, red in reductions.items():
+        if red.collective == "all-gather":
+            notes.append(
+                f"%{op_id} is loaded once per {red.ways} tiles that read it alike: each loads "
+                f"a chunk, {red.pattern} all-gather, {red.noc_bytes:,} bytes per run"
+            )
+            continue
         notes.append(
             f"%{op_id} sums its partials over the NoC: {red.ways} tiles per group, "
             f"{red.pattern} all-reduce, {red.noc_bytes:,} bytes per run"
@@ -1154,18 +1176,7 @@ def _noc_reduce(body: _Body, plan: SlicePlan, it: _Item, hw: ChipConfig) -> NocR
             "past them would repeat a reduction group in part; use a shard whose product "
             f"divides {budget}"
         )
-    order = tile_order(Strategy({k: q.strategy for k, q in plan.ops.items()}), body.group_dim)
-    sharded = sorted(
-        (order[body.group_dim[(op.id, i)]], i) for i, s in enumerate(st.shard) if s > 1
-    )
-    radix = [st.shard[i] for _, i in sharded]
-    members: dict[tuple[int, ...], dict[tuple[int, ...], int]] = {}
-    for local in range(budget):
-        rest, digits = local // op_tiles, mixed_digits(local % op_tiles, radix)
-        keep = tuple(d for (_, i), d in zip(sharded, digits, strict=True) if not p.dims[i].reduce)
-        pos = tuple(d for (_, i), d in zip(sharded, digits, strict=True) if p.dims[i].reduce)
-        members.setdefault((rest, *keep), {})[pos] = local
-    groups = tuple(tuple(g[k] for k in sorted(g)) for _, g in sorted(members.items()))
+    groups = _tile_groups(body, plan, op, {i for i, d in enumerate(p.dims) if d.reduce}, budget)
     tiles = region_tiles(body.group, hw)
     res = op.results[0].type
     return _noc_choice(
@@ -1176,6 +1187,124 @@ def _noc_reduce(body: _Body, plan: SlicePlan, it: _Item, hw: ChipConfig) -> NocR
         groups,
         tuple(t % hw.tiles_per_chip for t in tiles[:budget]),
         hw,
+    )
+
+
+def _tile_groups(
+    body: _Body, plan: SlicePlan, op: Op, across: set[int], budget: int
+) -> tuple[tuple[int, ...], ...]:
+    """The region's local tiles grouped by ``op``'s coordinates on its dims not in ``across``.
+
+    A group's tiles differ only on the dims of ``across``, and are in the order of those
+    (the program's mixed radix, :func:`tile_order`); the tiles past the op's shard
+    product repeat whole groups.
+    """
+    st = plan.ops[op.id].strategy
+    op_tiles = math.prod(st.shard)
+    order = tile_order(Strategy({k: q.strategy for k, q in plan.ops.items()}), body.group_dim)
+    sharded = sorted(
+        (order[body.group_dim[(op.id, i)]], i) for i, s in enumerate(st.shard) if s > 1
+    )
+    radix = [st.shard[i] for _, i in sharded]
+    members: dict[tuple[int, ...], dict[tuple[int, ...], int]] = {}
+    for local in range(budget):
+        rest, digits = local // op_tiles, mixed_digits(local % op_tiles, radix)
+        keep = tuple(d for (_, i), d in zip(sharded, digits, strict=True) if i not in across)
+        pos = tuple(d for (_, i), d in zip(sharded, digits, strict=True) if i in across)
+        members.setdefault((rest, *keep), {})[pos] = local
+    return tuple(tuple(g[k] for k in sorted(g)) for _, g in sorted(members.items()))
+
+
+def _with_shares(
+    body: _Body, plan: SlicePlan, items: list[_Item], hw: ChipConfig
+) -> tuple[list[_Item], dict[int, NocReduce]]:
+    """``items`` with each load worth sharing followed by its all-gather (**Shared loads**)."""
+    out: list[_Item] = []
+    shares: dict[int, NocReduce] = {}
+    budget = body.tile_budget(hw)
+    tile_of = tuple(t % hw.tiles_per_chip for t in region_tiles(body.group, hw)[:budget])
+    for it in items:
+        out.append(it)
+        if it.engine != "ld" or it.reads or it.noc:
+            continue  # a gather load reads its indices
+        key = it.writes[0]
+        readers = body.compute_users(key)
+        if len(readers) != 1 or body.clobbers.get(key):
+            continue
+        user, j = readers[0]
+        p = plan.ops[user.id]
+        if budget % math.prod(p.strategy.shard):
+            continue
+        mapped = {m for m in get_op_def(user.kind).operand_dims(user)[j] if m is not None}
+        across = {i for i in range(len(p.dims)) if i not in mapped}
+        groups = _tile_groups(body, plan, user, across, budget)
+        ways = len(groups[0])
+        if ways < 2:
+            continue
+        load = it.op
+        share = _share_choice(
+            tuple(it.shapes[key]),
+            load.results[0].type.dtype,
+            op_layout(load).value,
+            ways,
+            groups,
+            tile_of,
+            plan.tiles,
+            hw,
+        )
+        if share is None:
+            continue
+        it.share = ways
+        out.append(
+            _Item(
+                load, "tdma", it.varies, [key], [], {key: it.shapes[key]}, clobbers=[key], noc=True
+            )
+        )
+        shares[load.id] = share
+    return out, shares
+
+
+@functools.lru_cache(maxsize=4096)
+def _share_choice(
+    shape: tuple[int, ...],
+    dtype: str,
+    layout: str,
+    ways: int,
+    groups: tuple[tuple[int, ...], ...],
+    tile_of: tuple[int, ...],
+    active: int,
+    hw: ChipConfig,
+) -> NocReduce | None:
+    """The all-gather of a shared load, or None when every tile reading it is faster."""
+    dim = chunk_dim(shape, ways)
+    if not shape or shape[dim] < ways:
+        return None
+    mode = LayoutMode(layout)
+    num_bytes = value_bytes(shape, dtype, mode)
+    pieces = chunk_boxes(tuple((0, d) for d in shape), ways, dim)
+    chunk = max(value_bytes(tuple(b - a for a, b in w), dtype, mode) for w in pieces)
+    whole = hwcost.dma_cost("ld", num_bytes, hw, active_tiles=active).cycles
+    part = hwcost.dma_cost("ld", chunk, hw, active_tiles=active).cycles
+    if part >= whole:
+        return None
+    ranked = collectives.allgather_over_noc(
+        [[tile_of[t] for t in g] for g in groups], num_bytes, dtype, hw
+    )
+    best = ranked[0]
+    if part + best.cycles >= whole:
+        return None
+    return NocReduce(
+        best.pattern,
+        ways,
+        groups,
+        ways,
+        dim,
+        0,
+        0,
+        best.cycles,
+        best.noc_bytes,
+        tuple((r.pattern, r.cycles) for r in ranked),
+        "all-gather",
     )
 
 
@@ -1242,7 +1371,11 @@ def _cost(
     if it.engine in ("ld", "st"):
         key = it.writes[0] if it.engine == "ld" else it.reads[0]
         prod, r = body.producer[key]
-        moved = value_bytes(it.shapes[key], prod.results[r].type.dtype, op_layout(prod))
+        shape = it.shapes[key]
+        if it.share:  # a shared load moves its chunk (**Shared loads**)
+            dim = chunk_dim(shape, it.share)
+            shape = tuple(-(-d // it.share) if i == dim else d for i, d in enumerate(shape))
+        moved = value_bytes(shape, prod.results[r].type.dtype, op_layout(prod))
         return hwcost.dma_cost(it.engine, moved, hw, active_tiles=tiles)
     return get_op_def(op.kind).cost(op, plan.ops[op.id].slice, hw, tiles=tiles)
 

@@ -44,6 +44,10 @@ class Strategy:
     ops: Mapping[int, OpStrategy]
     multi_buffer: int = 2
     """Buffers per looping value (2 = double buffering; 1 = none)."""
+    share: bool = False
+    """Loads the tiles of a group read alike may be shared: each tile loads a chunk and
+    the chunks are all-gathered over the NoC, where that is faster (``slicing``
+    **Shared loads**)."""
 
 
 @dataclass(frozen=True)
@@ -109,12 +113,14 @@ class ScheduleInput:
     """How the strategy was chosen or adjusted (shown by ``explain``)."""
     reductions: Mapping[int, NocReduce] = field(default_factory=dict)
     """Op id -> the all-reduce of its partial sums over the NoC (its reduction dim is
-    sharded across tiles): the ``tdma:%7`` task after it."""
+    sharded across tiles), or a shared load's all-gather: the ``noc:%7`` task after it."""
 
 
 @dataclass(frozen=True)
 class NocReduce:
     """How one op's partial sums are added over the NoC after each run (an all-reduce).
+
+    Or how a shared load's chunks reach every tile of its share group (an all-gather).
 
     Spec: seed 001 SecsInfo sharding modes 1-3 (tiles holding partial sums of one output
     communicate); the patterns are ``tx8lab.hw.collectives``'s. Chosen by slicing.
@@ -138,6 +144,9 @@ class NocReduce:
     """Payload bytes all groups send in one all-reduce."""
     alternatives: tuple[tuple[str, int], ...] = ()
     """Every pattern's cycles, fastest first."""
+    collective: str = "all-reduce"
+    """``all-reduce`` (partial sums of a compute op), or ``all-gather``: the chunks of a
+    shared load (then ``groups`` are its share groups and nothing is staged)."""
 
 
 @dataclass(frozen=True)

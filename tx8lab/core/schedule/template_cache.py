@@ -65,7 +65,7 @@ def _positions(group: Op) -> list[int]:
 class TemplateCache:
     """Search results of groups by :func:`template_key` (and the search settings)."""
 
-    entries: dict[Any, tuple[dict[int, OpStrategy], int]] = field(default_factory=dict)
+    entries: dict[Any, tuple[dict[int, OpStrategy], int, bool]] = field(default_factory=dict)
     hits: int = 0
     misses: int = 0
     payloads: dict[Any, Any] = field(default_factory=dict)
@@ -95,9 +95,9 @@ class TemplateCache:
             self.misses += 1
             return None
         self.hits += 1
-        by_pos, mb = got
+        by_pos, mb, share = got
         ids = _positions(group)
-        return Strategy({ids[p]: st for p, st in by_pos.items()}, mb)
+        return Strategy({ids[p]: st for p, st in by_pos.items()}, mb, share)
 
     def store(
         self, group: Op, settings: tuple[Any, ...], strategy: Strategy, payload: Any = None
@@ -106,7 +106,7 @@ class TemplateCache:
         index = {op_id: p for p, op_id in enumerate(_positions(group))}
         by_pos = {index[k]: v for k, v in strategy.ops.items()}
         key = (template_key(group), settings)
-        self.entries[key] = (by_pos, strategy.multi_buffer)
+        self.entries[key] = (by_pos, strategy.multi_buffer, strategy.share)
         if payload is not None:
             self.payloads[key] = payload
 

@@ -68,6 +68,8 @@ typedef struct DMA_PARAM {
     int32_t slice[MAX_SHAPE_DIM];
     int32_t psum_init;
     int32_t psum_last;
+    int32_t chunk;
+    int32_t chunks;
 } DMA_PARAM;
 
 typedef struct NOC_PARAM {
