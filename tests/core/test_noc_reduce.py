@@ -7,6 +7,7 @@ the executed program, and hand counts of the commands.
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 import numpy as np
@@ -206,3 +207,85 @@ def test_the_search_and_its_view_keep_the_communicating_candidates_apart() -> No
     triangles = [t for t in fig.data if (t.meta or {}).get("comm") == "k-reduce"]
     assert triangles
     assert all(t.marker.symbol == "triangle-up" for t in triangles)
+
+
+# ---------------------------------------------------------------- shared loads
+
+
+@pytest.mark.parametrize("pattern", ["direct", "ring"])
+@pytest.mark.parametrize("n", [2, 3, 4, 16])
+def test_every_position_ends_with_every_chunk(pattern: Any, n: int) -> None:
+    from tx8lab.hw.collectives import allgather_plan
+
+    plan = allgather_plan(n, pattern)
+    held = [{p} for p in range(n)]  # position p loaded chunk p
+    for r in sorted({t.round for t in plan.transfers}):
+        now = [t for t in plan.transfers if t.round == r]
+        for t in now:
+            assert t.chunk in held[t.src], "a tile sends a chunk it does not hold yet"
+            assert not t.add
+        for t in now:
+            held[t.dst].add(t.chunk)
+    assert all(h == set(range(n)) for h in held)
+    assert len(plan.transfers) == n * (n - 1)  # each tile receives each other chunk once
+
+
+def _shared_matmul() -> Module:
+    # M = 64 rows over the tiles: every tile of a column of the mesh reads the same
+    # 1024 x 64 slice of the weight
+    return _scheduled(True, module=_matmul(64, 1024, 256))
+
+
+@pytest.fixture(scope="module")
+def shared() -> tuple[Module, Program]:
+    module = _shared_matmul()
+    return module, build_program(module, HW)
+
+
+def test_a_weight_read_alike_is_loaded_once_and_all_gathered(
+    shared: tuple[Module, Program],
+) -> None:
+    module, program = shared
+    weight = next(
+        op for g in groups_of(module) for op in g.regions[0].ops if op.kind == "tx8be.LoadConst"
+    )
+    loads = [
+        c for cs in program.tiles.values() for c in cs if c.op_id == weight.id and c.what != "send"
+    ]
+    loaded = [c for c in loads if c.what == "load_const"]
+    # every byte of the 1024 x 256 f16 weight comes from DDR once (replicated reads
+    # would move it 16 / 4 = 4 times: each of 4 tiles per column reads its slice)
+    moved = sum(int(np.prod([b - a for a, b in c.reads[0].window])) * 2 for c in loaded)
+    assert moved == 1024 * 256 * 2
+    recvs = [c for c in loads if c.what == "recv"]
+    assert recvs
+    assert all(c.tag for c in recvs)
+    ex = execute_module(module, HW, via="c")
+    assert ex.ok, ex.summary()
+    assert (
+        ex.trace == run_program(program, module, random_inputs(module, 0), HW.tile.spm_bytes).trace
+    )
+
+
+def test_the_report_names_the_shared_group_and_what_it_saved() -> None:
+    knobs = {"group-cost.noc": True}
+    steps = list(run_pipeline(_matmul(64, 1024, 256), build_pipeline(None, knobs), HW))
+    entries = next(s for s in steps if s.name == "group-cost").result.artifacts["groups"]
+    (entry,) = [e for e in entries if e["comm"] != "none"]
+    assert entry["comm"] == "share"
+    # every tile receives the 3 chunks of its 128 KiB slice it did not load: 16 x 3 x 32 KiB
+    assert entry["noc_bytes"] >= 16 * 3 * 32 * 1024
+    assert entry["noc_saved_cycles"] > 0
+
+
+def test_main_c_loading_the_whole_weight_instead_of_its_chunk_is_named(
+    shared: tuple[Module, Program],
+) -> None:
+    from tx8lab.core.codegen import groups_c, main_c
+
+    module, program = shared
+    text = main_c(module, HW, groups_c(module, HW, program=program))
+    assert ", .chunks = 4}" in text
+    bad = re.sub(r", \.chunk = noc_pos_\d+\[tile_id\], \.chunks = 4", "", text)
+    with pytest.raises(ProgramError, match=r"loads %\d+ as chunk 0 of 0, but the Program's load"):
+        execute_module(module, HW, main_c=bad)
