@@ -289,3 +289,23 @@ def test_main_c_loading_the_whole_weight_instead_of_its_chunk_is_named(
     bad = re.sub(r", \.chunk = noc_pos_\d+\[tile_id\], \.chunks = 4", "", text)
     with pytest.raises(ProgramError, match=r"loads %\d+ as chunk 0 of 0, but the Program's load"):
         execute_module(module, HW, main_c=bad)
+
+
+def test_the_view_draws_shared_candidates_as_squares() -> None:
+    from tx8lab.core.schedule.search import search_group
+    from tx8lab.widgets.factor_space import factor_space_figure
+
+    module = _scheduled(False, module=_matmul(64, 1024, 256))
+    group = next(
+        g for g in groups_of(module) if any(o.kind == "tx8be.MatMul" for o in g.regions[0].ops)
+    )
+    got = search_group(group, HW, noc=True, timer=simulate_schedule)
+    shared = [c for c in got.candidates if c.comm == "share"]
+    assert shared
+    assert all(c.strategy is not None and c.strategy.share for c in shared)
+    assert got.best is not None
+    assert got.best.comm == "share"
+    fig = factor_space_figure(got)
+    squares = [t for t in fig.data if (t.meta or {}).get("comm") == "share"]
+    assert squares
+    assert all(t.marker.symbol == "square" for t in squares)

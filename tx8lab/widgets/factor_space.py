@@ -26,7 +26,9 @@ Readings chosen:
   still selectable in the dropdown (their reason is shown; no timeline).
 - **Communication** (``Candidate.comm``, group-cost ``noc``): one trace per level and
   pattern; a candidate whose tiles all-reduce partial sums over the NoC is a triangle
-  of its level's colour (:data:`COMM_SYMBOLS`), named "..., k-reduce over the NoC".
+  of its level's colour (:data:`COMM_SYMBOLS`), named "..., k-reduce over the NoC"; one
+  whose loads are shared (a chunk per tile, all-gathered) a square, "..., share over
+  the NoC".
 - **Chosen** = ``result.best`` (a star); the **default strategy** = the candidate with
   ``sharding == "default"`` (a diamond), so "how much did the search win" is one look.
 - **Selection** = a candidate index (``Candidate.index``), clamped to the candidates, as
@@ -103,7 +105,7 @@ _BEST_COLOR = "#f1c40f"
 _DEFAULT_COLOR = "#333333"
 #: Marker of a candidate by its communication pattern (``Candidate.comm``): the colour is
 #: its level, a triangle a candidate whose tiles sum partials over the NoC.
-COMM_SYMBOLS: dict[str, str] = {"none": "circle", "k-reduce": "triangle-up"}
+COMM_SYMBOLS: dict[str, str] = {"none": "circle", "k-reduce": "triangle-up", "share": "square"}
 
 
 def check_group(group: Any, what: str) -> Op:
