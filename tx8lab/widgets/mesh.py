@@ -21,7 +21,8 @@ Readings chosen (what the estimate can and cannot say):
   byte any buffer of the packing reaches), the capacity being ``Allocation.capacity_bytes``.
 - **DMA bytes** of a busy tile: for every ``ld`` / ``st`` task instance in the timeline
   (Repeat iterations counted), the bytes of the SPM buffers it writes (a load) or reads (a
-  store), from ``ScheduleInput.buffers`` (one slice on one tile). ``tdma`` (tile to tile)
+  store), from ``ScheduleInput.buffers`` (one slice on one tile); a shared load its chunk
+  (the bytes over its share group's tiles). ``tdma`` (tile to tile)
   is not counted: its transfers do not go to DDR. A load/store naming no known buffer adds
   no bytes; ``dma_busy_cycles`` (the ld + st busy cycles) stands next to the bytes, so
   either can be read.
@@ -135,10 +136,15 @@ LINK_PANEL_HEIGHT = 520
 
 
 def dma_bytes(sched: GroupSchedule) -> tuple[int, int]:
-    """(bytes moved by ld/st task instances, their busy cycles) on one busy tile."""
+    """(bytes moved by ld/st task instances, their busy cycles) on one busy tile.
+
+    A shared load (an all-gather of ``ScheduleInput.reductions``) moves its chunk: the
+    buffer's bytes over the share group's tiles, rounded up.
+    """
     total = 0
     busy = 0
     buffers = sched.inp.buffers
+    reductions = sched.inp.reductions
     for slot in sched.timeline.slots:
         if slot.engine not in ("ld", "st"):
             continue
@@ -147,7 +153,11 @@ def dma_bytes(sched: GroupSchedule) -> tuple[int, int]:
         if task is None:
             continue
         names = task.writes if slot.engine == "ld" else task.reads
-        total += sum(buffers[name].bytes for name in names if name in buffers)
+        moved = sum(buffers[name].bytes for name in names if name in buffers)
+        red = reductions.get(task.op_id) if slot.engine == "ld" else None
+        if red is not None and red.collective == "all-gather":
+            moved = -(-moved // red.ways)
+        total += moved
     return total, busy
 
 
