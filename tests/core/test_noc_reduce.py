@@ -309,3 +309,28 @@ def test_the_view_draws_shared_candidates_as_squares() -> None:
     squares = [t for t in fig.data if (t.meta or {}).get("comm") == "share"]
     assert squares
     assert all(t.marker.symbol == "square" for t in squares)
+
+
+def test_a_two_way_reduction_equals_the_f16_partial_sums_bit_for_bit() -> None:
+    # oracle: numpy, each tile's half of K rounded to f16, then one f16 add (two partials:
+    # the add's order does not matter); against one rounding of the whole sum it is off
+    rng = np.random.default_rng(1)
+    w = rng.standard_normal((1024, 64)).astype(np.float16)
+    x = rng.standard_normal((1, 1, 1024)).astype(np.float16)
+    b = Builder()
+    arg = b.input((1, 1, 1024), "f16")
+    b.output(b.op("MatMul", arg, b.constant(w, "f16")))
+    module = _scheduled(True, module=b.finish())
+    reds = [
+        r for c in build_program(module, HW).code.values() for r in c.schedule.reductions.values()
+    ]
+    assert [r.ways for r in reds] == [2]
+    ex = execute_module(module, HW, inputs=[x])
+    got = ex.outputs[0].astype(np.float64).reshape(64)
+    x64, w64 = x.astype(np.float64).reshape(1024), w.astype(np.float64)
+    halves = [
+        np.float16(x64[k * 512 : (k + 1) * 512] @ w64[k * 512 : (k + 1) * 512]) for k in (0, 1)
+    ]
+    assert np.array_equal(got, (halves[0] + halves[1]).astype(np.float64))
+    assert not np.array_equal(got, np.float16(x64 @ w64).astype(np.float64))
+    assert ex.ok, ex.summary()  # the tolerance counts the 2 partial roundings

@@ -88,7 +88,13 @@ import numpy.typing as npt
 from tx8lab.core.attrs import LayoutMode, RandomInit
 from tx8lab.core.builder import Builder
 from tx8lab.core.dtypes import FLOAT_DTYPES, round_to
-from tx8lab.core.execute import OutputDiff, compare_outputs, execute_module, reorders_sums
+from tx8lab.core.execute import (
+    OutputDiff,
+    compare_outputs,
+    execute_module,
+    reorders_sums,
+    sum_ulps,
+)
 from tx8lab.core.interpret import interpret
 from tx8lab.core.ir import Module, Value
 from tx8lab.core.layouts import ALIGNED_DTYPES, layout_for, pack, unpack
@@ -1033,7 +1039,9 @@ def _execute(
     except Tx8labError as err:
         return text, (), f"{type(err).__name__}: {err}", 0
     dtypes = [v.type.dtype for v in module.main.ops[-1].operands]
-    mine = compare_outputs(ex.outputs, list(expected), dtypes, reorders_sums(ex.program))
+    mine = compare_outputs(
+        ex.outputs, list(expected), dtypes, reorders_sums(ex.program), sum_ulps(ex.program)
+    )
     return text, (*mine, *ex.diffs), None, ex.program.num_commands
 
 
