@@ -191,6 +191,8 @@ DEFAULT_MAX_SPACE = 2000
 SIMULATE_TOP = 3
 #: Plain candidates (the plan's best) tried again with shared loads when ``noc`` is on.
 SHARE_TOP = 3
+#: The reason of a shared-loads twin where no load was worth sharing (run, then dropped).
+NO_SHARE = "no load is worth sharing: the plain candidate's schedule"
 
 #: Candidates a ``search`` evaluates before it stops (once one fits). The zoo's largest
 #: search (a resnet50 conv group) evaluates 81, so the budget ends none of the zoo's.
@@ -234,8 +236,11 @@ class Candidate:
 
 
 def _evaluated(rows: Sequence[Candidate]) -> int:
-    """Candidates of ``rows`` run through the stages (a duplicate is not re-run)."""
-    return sum(c.status != "duplicate" for c in rows)
+    """Candidates of ``rows`` run through the stages.
+
+    A duplicate is not re-run, but a shared-loads twin that shared nothing was.
+    """
+    return sum(c.status != "duplicate" or c.reason == NO_SHARE for c in rows)
 
 
 @dataclass(frozen=True)
@@ -770,9 +775,7 @@ class _Search:
                 if any(r.collective == "all-gather" for r in gathers):
                     cand = dataclasses.replace(cand, comm="share")
                 else:  # the same schedule as the plain candidate
-                    cand = dataclasses.replace(
-                        cand, status="duplicate", reason="no load is worth sharing", run=None
-                    )
+                    cand = dataclasses.replace(cand, status="duplicate", reason=NO_SHARE, run=None)
             self.rows.append(cand)
             if cand.status == "OK" and (cand.cycles or 0) < self.best_cycles():
                 self.best = cand
