@@ -334,3 +334,13 @@ def test_a_two_way_reduction_equals_the_f16_partial_sums_bit_for_bit() -> None:
     assert np.array_equal(got, (halves[0] + halves[1]).astype(np.float64))
     assert not np.array_equal(got, np.float16(x64 @ w64).astype(np.float64))
     assert ex.ok, ex.summary()  # the tolerance counts the 2 partial roundings
+
+
+def test_a_lost_chunk_of_a_shared_load_is_named(shared: tuple[Module, Program]) -> None:
+    module, program = shared
+    recv = next(c for cs in program.tiles.values() for c in cs if c.what == "recv")
+    # the transfer never happens: neither its send nor its receive
+    tiles = {t: tuple(c for c in cs if c.tag != recv.tag) for t, cs in program.tiles.items()}
+    broken = dataclasses.replace(program, tiles=tiles)
+    with pytest.raises(ProgramError, match=r"elements no command wrote"):
+        run_program(broken, module, random_inputs(module, 0), HW.tile.spm_bytes)
