@@ -1192,8 +1192,8 @@ def _noc_choice(
     """The fastest all-reduce of a ``shape`` piece (module docstring, **Reductions**)."""
     mode = LayoutMode(layout)
     num_bytes = value_bytes(shape, dtype, mode)
-    ranked = collectives.allreduce_over_noc(
-        [[tile_of[t] for t in g] for g in groups], num_bytes, dtype, hw
+    ranked = _allreduce_ranking(
+        tuple(tuple(tile_of[t] for t in g) for g in groups), num_bytes, dtype, hw
     )
     best = ranked[0]
     plan = collectives.allreduce_plan(ways, best.pattern)
@@ -1213,6 +1213,28 @@ def _noc_choice(
         best.noc_bytes,
         tuple((r.pattern, r.cycles) for r in ranked),
     )
+
+
+@dataclass(frozen=True)
+class _Ranked:
+    """One all-reduce pattern's simulated figures (what a :class:`NocReduce` keeps)."""
+
+    pattern: collectives.Pattern
+    cycles: int
+    noc_bytes: int
+
+
+@functools.lru_cache(maxsize=4096)
+def _allreduce_ranking(
+    groups: tuple[tuple[int, ...], ...], num_bytes: int, dtype: str, hw: ChipConfig
+) -> tuple[_Ranked, ...]:
+    """``collectives.allreduce_over_noc``'s ranking of these chip tiles, simulated once.
+
+    Pieces of different shapes (or layouts, or groups of another region) with the same
+    bytes on the same tiles are the same all-reduce: the simulation is shared.
+    """
+    ranked = collectives.allreduce_over_noc(groups, num_bytes, dtype, hw)
+    return tuple(_Ranked(r.pattern, r.cycles, r.noc_bytes) for r in ranked)
 
 
 def noc_bytes(si: ScheduleInput) -> int:
