@@ -146,6 +146,7 @@ from tx8lab.core.schedule.sharding import (
     split_tries,
 )
 from tx8lab.core.schedule.slicing import (
+    SliceCache,
     default_schedule,
     default_strategy,
     engine_busy_cycles,
@@ -407,10 +408,14 @@ def _space_size(outs: list[_Out], comm: Mapping[int, list[_Out]] | None = None) 
 
 
 def _data_split(
-    group: Op, strategy: Strategy, hw: ChipConfig, settings: StageSettings
+    group: Op,
+    strategy: Strategy,
+    hw: ChipConfig,
+    settings: StageSettings,
+    cache: SliceCache | None = None,
 ) -> StageRecord:
     """The first stage alone: its busiest engine bounds every deeper stage's makespan."""
-    return run_group(group, strategy, hw, settings, until="data-split").records[0]
+    return run_group(group, strategy, hw, settings, until="data-split", cache=cache).records[0]
 
 
 def _split_reductions(group: Op, strategy: Strategy) -> Strategy | None:
@@ -436,7 +441,12 @@ def _split_reductions(group: Op, strategy: Strategy) -> Strategy | None:
 
 
 def _reduce_split_retry(
-    group: Op, strategy: Strategy, hw: ChipConfig, settings: StageSettings, limit: int | None
+    group: Op,
+    strategy: Strategy,
+    hw: ChipConfig,
+    settings: StageSettings,
+    limit: int | None,
+    cache: SliceCache | None = None,
 ) -> tuple[GroupRun, str] | None:
     """An overflowing candidate with its reduction dims split until it fits (or None).
 
@@ -450,13 +460,13 @@ def _reduce_split_retry(
             return None
         current = nxt
         try:
-            first = _data_split(group, current, hw, settings)
+            first = _data_split(group, current, hw, settings, cache)
             if limit is not None and _busy_bound(first.output) >= limit:
                 return None
             room = 2 * hw.tile.spm_usable_bytes
             if schedule_live_bytes(first.output, settings.multi_buffer) > room:
                 continue  # far from fitting: split again before running the pipeline
-            run = run_group(group, current, hw, settings, reuse=(first,))
+            run = run_group(group, current, hw, settings, reuse=(first,), cache=cache)
         except SpmOverflow:
             continue
         except Tx8labError:
@@ -565,6 +575,8 @@ class _Search:
         self.timer, self.simulate_top = timer, simulate_top
         self.plan_best: Candidate | None = None
         self.start = time.perf_counter()
+        self.cache = SliceCache(group)
+        """data-split's view of the group, shared by every candidate."""
         tiles = group_tile_budget(group, hw)
         self.outs = _outs(group, tiles) if mode != "default" else []
         self.ways = 1
@@ -611,6 +623,7 @@ class _Search:
                 self.settings,
                 reuse=cand.run.before("simulate"),
                 timer=self.timer,
+                cache=self.cache,
             )
             if run.simulated is None:
                 continue  # no command stream (the simulate record says why)
@@ -676,12 +689,19 @@ class _Search:
         note = ""
         try:
             run = run_group(
-                self.group, strategy, self.hw, self.settings, reuse=(first,) if first else ()
+                self.group,
+                strategy,
+                self.hw,
+                self.settings,
+                reuse=(first,) if first else (),
+                cache=self.cache,
             )
         except SpmOverflow as exc:
             # the seed's reduceSplit: a producer's K is never split by propagation
             limit = self.best_cycles() if self.searching else None
-            fixed = _reduce_split_retry(self.group, strategy, self.hw, self.settings, limit)
+            fixed = _reduce_split_retry(
+                self.group, strategy, self.hw, self.settings, limit, self.cache
+            )
             if fixed is None:
                 return Candidate(index, *where, "spm-overflow", str(exc))
             run, note = fixed
@@ -743,7 +763,7 @@ class _Search:
     def bound(self, strategy: Strategy) -> tuple[int, StageRecord | None]:
         """The busiest engine of data-split (0 when slicing refuses) and its record."""
         try:
-            first = _data_split(self.group, strategy, self.hw, self.settings)
+            first = _data_split(self.group, strategy, self.hw, self.settings, self.cache)
         except Tx8labError:
             return 0, None
         return _busy_bound(first.output), first
