@@ -128,6 +128,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from tx8lab._bulk import gc_paused
 from tx8lab.core.attrs import TAG_DDR
 from tx8lab.core.grouping import is_compute
 from tx8lab.core.ir import TERMINATORS, Op
@@ -970,6 +971,10 @@ def search_group(
 ) -> SearchResult:
     """Run :func:`iter_search` to the end; the result with every candidate and the best.
 
+    The cyclic garbage collector is paused meanwhile (as :mod:`tx8lab._bulk` explains:
+    every OK candidate keeps its run, so its full collections would walk them again and
+    again while finding little to free); what the search left is collected after.
+
     Raises:
         Tx8labError: as :func:`iter_search`.
     """
@@ -990,9 +995,10 @@ def search_group(
         simulate_top=simulate_top,
         noc=noc,
     )
-    last = next(results)
-    for last in results:  # noqa: B007 - the last one is the answer
-        pass
+    with gc_paused():  # every OK candidate's run survives: see tx8lab._bulk
+        last = next(results)
+        for last in results:  # noqa: B007 - the last one is the answer
+            pass
     return last
 
 
