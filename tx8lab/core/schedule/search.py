@@ -124,9 +124,7 @@ import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Literal
 
 from tx8lab._bulk import gc_paused
 from tx8lab.core.attrs import TAG_DDR
@@ -165,6 +163,9 @@ from tx8lab.core.schedule.stages import (
 from tx8lab.core.schedule.tasks import OpStrategy, ScheduleInput, Strategy
 from tx8lab.errors import SpmOverflow, Tx8labError
 from tx8lab.hw.config import ChipConfig
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Mode = Literal["search", "exhaustive", "default"]
 MODES: tuple[str, ...] = ("search", "exhaustive", "default")
@@ -291,6 +292,8 @@ class SearchResult:
 
     def frame(self) -> pd.DataFrame:
         """One row per candidate: sharding, split, cycles, SPM peak, status, reason."""
+        import pandas as pd  # only views ask for a frame: the pipeline does not import it
+
         cols = [
             "index",
             "level",
