@@ -1053,7 +1053,9 @@ def schedule_group(
     ``settings.alloc`` is the allocator of the result; the search itself allocates with
     first fit (module docstring), and the chosen candidate's recorded stages before
     spm-alloc are reused. With a ``timer`` the search ranks by the simulator (module
-    docstring) and the result, with its own packing, is simulated again.
+    docstring) and the result, with its own packing, is simulated again (unless the
+    packing is the one the search simulated: the same offsets for the same lifetimes give
+    the same command stream, so that simulation is kept).
 
     Raises:
         SpmOverflow: the default strategy's buffers do not fit.
@@ -1092,9 +1094,18 @@ def schedule_group(
     best = found.best
     assert best is not None
     assert best.run is not None
-    run = run_group(
-        group, best.run.strategy, hw, settings, reuse=best.run.before("spm-alloc"), timer=timer
+    strategy = best.run.strategy
+    head = run_group(
+        group, strategy, hw, settings, reuse=best.run.before("spm-alloc"), until="estimate"
     )
+    packed, ranked = head.allocation, best.run.allocation
+    if best.simulated and (packed.lifetimes, packed.offsets) == (ranked.lifetimes, ranked.offsets):
+        # the caller's allocator packed it as the search did: the same command stream, whose
+        # simulation the search already has
+        reuse = (*head.records, best.run.record("simulate"))
+    else:
+        reuse = head.records
+    run = run_group(group, strategy, hw, settings, reuse=reuse, timer=timer)
     return ScheduledGroup(run, mode, found)
 
 
