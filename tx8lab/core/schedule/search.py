@@ -134,6 +134,7 @@ from tx8lab.core.ops import get_op_def
 from tx8lab.core.ops.registry import effective_split
 from tx8lab.core.schedule.chip_cuts import ChipCut, with_chips
 from tx8lab.core.schedule.sharding import (
+    PropagateCache,
     ShardingLevel,
     SplitTry,
     min_slices,
@@ -581,6 +582,8 @@ class _Search:
         self.start = time.perf_counter()
         self.cache = SliceCache(group)
         """data-split's view of the group, shared by every candidate."""
+        self.propagation = PropagateCache(group)
+        """propagate's view of the group, shared by every candidate."""
         tiles = group_tile_budget(group, hw)
         self.outs = _outs(group, tiles) if mode != "default" else []
         self.ways = 1
@@ -749,7 +752,12 @@ class _Search:
             for k, out in enumerate(self.outs):
                 st = _op_strategy(out, li, vi if k == 0 else 0, depth)
                 outputs[out.op.id] = param_for(out.op, st)
-            prop = propagate(self.group, outputs, multi_buffer=self.settings.multi_buffer)
+            prop = propagate(
+                self.group,
+                outputs,
+                multi_buffer=self.settings.multi_buffer,
+                cache=self.propagation,
+            )
             strategy = noc_sharded(self.group, prop.strategy, self.ways)
         except Tx8labError as exc:
             return None, exc, ""
