@@ -344,3 +344,38 @@ def test_a_lost_chunk_of_a_shared_load_is_named(shared: tuple[Module, Program]) 
     broken = dataclasses.replace(program, tiles=tiles)
     with pytest.raises(ProgramError, match=r"elements no command wrote"):
         run_program(broken, module, random_inputs(module, 0), HW.tile.spm_bytes)
+
+
+def test_one_all_reduce_is_simulated_once_whatever_the_piece_shape(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two pieces of the same bytes on the same tiles are one all-reduce: one simulation."""
+    from tx8lab.core.schedule import slicing
+
+    calls: list[int] = []
+    real = slicing.collectives.allreduce_over_noc
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args[1])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(slicing.collectives, "allreduce_over_noc", counting)
+    slicing._noc_choice.cache_clear()
+    slicing._allreduce_ranking.cache_clear()
+    groups = ((0, 1, 2, 3), (4, 5, 6, 7))
+    tiles = tuple(range(8))
+    flat = slicing._noc_choice((1, 1, 4096), "f16", "Tensor", 4, groups, tiles, HW)
+    square = slicing._noc_choice((1, 64, 64), "f16", "Tensor", 4, groups, tiles, HW)
+    assert calls == [8192]
+    assert (flat.pattern, flat.cycles, flat.noc_bytes, flat.alternatives) == (
+        square.pattern,
+        square.cycles,
+        square.noc_bytes,
+        square.alternatives,
+    )
+    ranked = real([list(g) for g in groups], 8192, "f16", HW)
+    assert flat.alternatives == tuple((r.pattern, r.cycles) for r in ranked)
+    assert flat.noc_bytes == ranked[0].noc_bytes
+    # other tiles are another all-reduce
+    slicing._noc_choice((1, 64, 64), "f16", "Tensor", 4, groups, tuple(range(8, 16)), HW)
+    assert calls == [8192, 8192]

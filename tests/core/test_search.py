@@ -175,6 +175,25 @@ def test_the_search_budget_counts_candidates_so_a_search_is_reproducible() -> No
     assert capped.evaluated < full.evaluated
 
 
+def test_a_search_leaves_the_garbage_collector_as_it_found_it() -> None:
+    """The collector is paused while candidates pile up, and back on after, error or not."""
+    import gc
+
+    group = _groups(_grouped("tiny_cnn"))[0]
+    assert gc.isenabled()
+    assert search_group(group, TX81).best is not None
+    assert gc.isenabled()
+    with pytest.raises(Tx8labError, match="exceeds max_space=2"):
+        search_group(group, TX81, mode="exhaustive", max_space=2)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        search_group(group, TX81)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 def test_search_errors_name_the_problem() -> None:
     group = _groups(_grouped("tiny_cnn"))[0]
     with pytest.raises(Tx8labError, match="unknown search mode 'fast'"):

@@ -21,6 +21,8 @@ from tx8lab.core.ops.registry import ShardingSplitParam as P
 from tx8lab.core.passes import build_pipeline
 from tx8lab.core.runner import run_pipeline
 from tx8lab.core.schedule.sharding import (
+    PropagateCache,
+    Propagation,
     align_base,
     effective_tiles,
     get_shardings,
@@ -423,6 +425,41 @@ def _zoo_groups(name: str) -> tuple[Op, ...]:
     module = zoo_build(name)
     steps = list(run_pipeline(module, build_pipeline(), TX81))
     return tuple(groups_of(steps[-1].result.module))
+
+
+def _outcome(group: Op, outputs: dict[int, P], cache: PropagateCache | None) -> Propagation | str:
+    try:
+        return propagate(group, outputs, cache=cache)
+    except Tx8labError as exc:
+        return str(exc)
+
+
+def test_a_propagate_cache_gives_what_propagate_without_it_gives() -> None:
+    for group in _zoo_groups("tiny_cnn"):
+        cache = PropagateCache(group)
+        first = output_ops(group)[0]
+        rank = first.results[0].type.rank
+        asked = [
+            P(vec, split[:rank])
+            for level in op_sharding_levels(first, 16)
+            for vec in level.shardings
+            for split in [(1,) * rank, *(t.split for t in split_tries(first, (1,) * rank))]
+        ]
+        for param in [*asked, *asked]:  # the second time from what the cache kept
+            with_cache = _outcome(group, {first.id: param}, cache)
+            assert with_cache == _outcome(group, {first.id: param}, None)
+    # a factor that only equals an int is refused every time, as without the cache
+    group = _two_users()
+    cache = PropagateCache(group)
+    _, neg, abs_ = [op.id for op in group.regions[0].ops if is_compute(op)]
+    whole = {neg: P((1, 1, 1, 1), (1, 1, 1, 1)), abs_: P((1, 1, 1, 1), (1, 1, 1, 1))}
+    assert propagate(group, whole, cache=cache) == propagate(group, whole)
+    odd = {**whole, neg: P((1, 1, 1, 1), (1, True, 1, 1))}
+    for _ in range(2):
+        with pytest.raises(Tx8labError, match="cannot take sharding"):
+            propagate(group, odd, cache=cache)
+    with pytest.raises(Tx8labError, match=r"a cache of group %\d+ was given for %\d+"):
+        propagate(_zoo_groups("tiny_cnn")[0], {}, cache=cache)
 
 
 def test_output_ops_and_param_for() -> None:

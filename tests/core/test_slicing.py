@@ -26,6 +26,7 @@ from tx8lab.core.schedule.slicing import (
     STAGE_NH,
     STAGE_OC,
     STAGES,
+    SliceCache,
     default_strategy,
     engine_busy_cycles,
     groups_of,
@@ -211,6 +212,26 @@ def mm_strategy(group: Op, split: tuple[int, int, int], shard: tuple[int, int, i
 
 
 # ---------------------------------------------------------------- the init pipeline
+
+
+def test_a_slice_cache_gives_what_slicing_without_it_gives() -> None:
+    g = matmul_relu()
+    cache = SliceCache(g)
+    strategies = [
+        mm_strategy(g, split, shard)
+        for split in ((1, 1, 1), (4, 1, 1), (2, 2, 1), (1, 1, 4))
+        for shard in ((1, 1, 1), (4, 1, 1), (2, 1, 2), (1, 1, 4))
+    ]
+    for st in [*strategies, *strategies]:  # the second time from what the cache kept
+        assert schedule_input(g, st, TX81, cache=cache) == schedule_input(g, st, TX81)
+    # a factor that only equals an int is refused every time, as without the cache
+    mm, relu = body_id(g, "MatMul"), body_id(g, "Relu")
+    odd = Strategy({mm: OpStrategy((1, 1, 1), (True, 1, 1)), relu: OpStrategy((1, 1), (1, 1))})
+    for _ in range(2):
+        with pytest.raises(Tx8labError, match="split of dim M must be an int >= 1, got True"):
+            schedule_input(g, odd, TX81, cache=cache)
+    with pytest.raises(Tx8labError, match=r"a slice cache of group %\d+ was given for %\d+"):
+        schedule_input(g.with_attrs(note="a copy"), strategies[0], TX81, cache=cache)
 
 
 def test_no_split_is_load_compute_store_in_program_order() -> None:

@@ -6,6 +6,7 @@ import itertools
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -251,6 +252,28 @@ def test_the_search_finds_the_optimum_and_proves_nothing_lower(
 
 
 @settings(max_examples=25, deadline=None)
+@given(problems(max_buffers=16), st.randoms(use_true_random=False))
+def test_first_fit_walks_lists_and_arrays_alike(
+    case: tuple[list[Lifetime], dict[str, int]], rng: Any
+) -> None:
+    """A few lifetimes take the plain-list walk, many numpy's: the same offsets."""
+    lts, align = case
+    order = list(range(len(lts)))
+    rng.shuffle(order)
+    for walk in (order, seed_order(lts)):
+        want = spm_alloc._first_fit_arrays(lts, walk, align)
+        assert spm_alloc._first_fit_small(lts, walk, align) == want
+        assert first_fit(lts, walk, align) == want
+    many = [
+        Lifetime(f"{lt.id}.{k}", lt.lower + 3 * k, lt.upper + 3 * k, lt.size)
+        for k in range(spm_alloc._SMALL // len(lts) + 1)
+        for lt in lts
+    ]
+    assert len(many) > spm_alloc._SMALL
+    walk = seed_order(many)
+    assert first_fit(many, walk) == spm_alloc._first_fit_small(many, walk, {})
+
+
 @given(problems(max_buffers=16))
 def test_larger_problems_pack_validly_and_best_never_loses_to_seed(
     case: tuple[list[Lifetime], dict[str, int]],

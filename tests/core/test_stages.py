@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import Any
 
 import pytest
 
@@ -156,6 +157,37 @@ def test_schedule_group_is_group_costs_choice(mode: str) -> None:
             assert got.search.best is not None
             assert got.search.best.run is not None
             assert got.run.records[:4] == got.search.best.run.records[:4]
+
+
+@pytest.mark.parametrize("alloc", ["seed", "best"])
+def test_the_result_is_simulated_again_unless_its_packing_is_the_searchs(alloc: str) -> None:
+    group = _costliest_matmul_group()
+    calls: list[Any] = []
+
+    def timer(*args: Any) -> Any:
+        calls.append(args[4])  # the allocation
+        return simulate_schedule(*args)
+
+    got = schedule_group(group, TX81, StageSettings(alloc=alloc), timer=timer)
+    assert got.search is not None
+    assert got.search.best is not None
+    assert got.search.best.run is not None
+    searched = got.search.best.run.allocation
+    same = (got.run.allocation.offsets, got.run.allocation.lifetimes) == (
+        searched.offsets,
+        searched.lifetimes,
+    )
+    if alloc == "seed":  # the search's own allocator packs it the same way
+        assert same
+    # one simulation per candidate the search played, one more for a new packing
+    assert len(calls) == got.search.simulated + (not same)
+    assert (calls[-1] is got.run.allocation) != same
+    # what simulating the result's records again gives
+    again = run_group(
+        group, got.strategy, TX81, got.run.settings, reuse=got.run.before("simulate"), timer=timer
+    )
+    assert got.run.simulated == again.simulated
+    assert got.run.estimate == again.estimate
 
 
 def test_the_default_strategy_allocates_without_the_fallback() -> None:

@@ -64,6 +64,12 @@ def test_tiles_off_the_mesh_are_named() -> None:
         noc.route(0, 16, TX81)
     with pytest.raises(Tx8labError, match=r"\(4, 0\) is off the 4x4 mesh"):
         noc.tile_at(4, 0, TX81)
+    # routes are kept per (src, dst, chip); a tile that only equals an int is still refused
+    assert noc.route(1, 2, TX81) == ((1, 2),)
+    with pytest.raises(Tx8labError, match=r"source tile True is not on the 4x4 mesh"):
+        noc.route(True, 2, TX81)
+    wide = TX81.with_overrides({"mesh_shape": "2x8"})
+    assert noc.route(0, 9, wide) == ((0, 1), (1, 9)) != noc.route(0, 9, TX81)
 
 
 # ------------------------------------------------------------------ transfers in the simulator

@@ -67,10 +67,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from tx8lab._bulk import constructor
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import laws, noc
 from tx8lab.hw.config import ChipConfig, element_bytes
 from tx8lab.hw.sim import Range, SimCommand, SimResult, simulate
+
+#: ``SimCommand`` from every field, positionally (an all-reduce builds hundreds).
+_command = constructor(SimCommand)
 
 Pattern = Literal["direct", "tree", "ring"]
 #: The patterns, simplest first (the order ties go in).
@@ -434,6 +438,9 @@ def _plan_streams(
     elem = element_bytes(dtype)
     lanes = hw.tile.ct_lanes(dtype)
     sent: set[int] = set()
+    # the laws' cycles by their inputs: a ring sends the same chunk sizes over and over
+    send_cycles: dict[tuple[int, bool, int], int] = {}
+    add_cycles: dict[int, int] = {}
     for tiles in groups:
         order = list(tiles)
         plan = plan_of(len(order))
@@ -441,29 +448,38 @@ def _plan_streams(
             (lo * elem, hi * elem) for lo, hi in chunk_bounds(num_bytes // elem, plan.chunks, lanes)
         ]
         slot_bytes = max(hi - lo for lo, hi in bounds)
-        where: dict[Transfer, int] = {}
-        by_round: dict[int, list[Transfer]] = {}
-        for t in plan.transfers:
-            by_round.setdefault(t.round, []).append(t)
+        where: dict[int, int] = {}
+        """Index of a transfer in the plan -> index of its send in the sender's stream."""
+        by_round: dict[int, list[tuple[int, Transfer]]] = {}
+        for k, t in enumerate(plan.transfers):
+            by_round.setdefault(t.round, []).append((k, t))
         for r in sorted(by_round):
-            for t in by_round[r]:
+            for k, t in by_round[r]:
                 src, dst = order[t.src], order[t.dst]
                 lo, hi = bounds[t.chunk]
-                law = laws.dte(hi - lo, hw, first=src not in sent, hops=noc.hops(src, dst, hw))
+                key = (hi - lo, src not in sent, noc.hops(src, dst, hw))
+                cycles = send_cycles.get(key)
+                if cycles is None:
+                    law = laws.dte(key[0], hw, first=key[1], hops=key[2])
+                    cycles = send_cycles[key] = law.cycles(hw)
                 sent.add(src)
-                streams[src].append(
-                    SimCommand(
+                stream = streams[src]
+                stream.append(
+                    _command(
                         "dte",
-                        law.cycles(hw),
+                        cycles,
                         (Range("spm", lo, hi),),
                         (),
                         f"{plan.pattern} {'partial' if t.add else 'sum'} to {dst}",
-                        dst_tile=dst,
-                        noc_bytes=hi - lo,
+                        (),
+                        (),
+                        1,
+                        dst,
+                        hi - lo,
                     )
                 )
-                where[t] = len(streams[src]) - 1
-            for t in by_round[r]:
+                where[k] = len(stream) - 1
+            for k, t in by_round[r]:
                 src, dst = order[t.src], order[t.dst]
                 lo, hi = bounds[t.chunk]
                 acc = Range("spm", lo, hi)
@@ -476,13 +492,20 @@ def _plan_streams(
                     if t.add
                     else acc
                 )
-                streams[dst].append(
-                    SimCommand("recv", 0, (), (land,), f"recv from {src}", ((src, where[t]),))
+                stream = streams[dst]
+                stream.append(
+                    _command(
+                        "recv", 0, (), (land,), f"recv from {src}", ((src, where[k]),), (), 1, -1, 0
+                    )
                 )
                 if t.add:
-                    law = laws.ct((hi - lo) // elem, 1, dtype, hw)
-                    streams[dst].append(
-                        SimCommand("ct", law.cycles(hw), (land, acc), (acc,), f"add {src}")
+                    elements = (hi - lo) // elem
+                    cycles = add_cycles.get(elements)
+                    if cycles is None:
+                        law = laws.ct(elements, 1, dtype, hw)
+                        cycles = add_cycles[elements] = law.cycles(hw)
+                    stream.append(
+                        _command("ct", cycles, (land, acc), (acc,), f"add {src}", (), (), 1, -1, 0)
                     )
     return streams
 

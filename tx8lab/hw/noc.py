@@ -25,6 +25,8 @@ Readings chosen where the sources are vague:
 
 from __future__ import annotations
 
+import functools
+
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
 
@@ -61,8 +63,11 @@ def tile_at(x: int, y: int, hw: ChipConfig) -> int:
     return y * hw.mesh_cols + x
 
 
+@functools.lru_cache(maxsize=4096, typed=True)
 def route(src: int, dst: int, hw: ChipConfig) -> tuple[Link, ...]:
     """The links a transfer from ``src`` to ``dst`` crosses: X first, then Y.
+
+    Kept per (src, dst, chip): the simulator asks it for every NoC transfer.
 
     Examples:
         >>> from tx8lab.hw.presets import TX81

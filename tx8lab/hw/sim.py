@@ -369,6 +369,8 @@ def _simulate(
     depth["tdma"] = hw.tile.tdma_queue_depth
     issue = laws.issue(hw).cycles(hw)
     states = {t: _Tile(t, cmds, run=TileRun(t)) for t, cmds in streams.items()}
+    payloads: dict[int, int] = {}
+    """Payload bytes -> their cycles on a link (many transfers carry one size)."""
     for st in states.values():
         for i, c in enumerate(st.commands):
             if c.engine not in ENGINES and c.engine not in CONTROL:
@@ -377,7 +379,7 @@ def _simulate(
                     f"engine {c.engine!r}; use one of {', '.join((*ENGINES, *CONTROL))}"
                 )
             if c.dst_tile >= 0:
-                st.transfers[i] = _transfer(st.tile, i, c, hw)
+                st.transfers[i] = _transfer(st.tile, i, c, hw, payloads)
             if c.engine == "recv" and not c.after:
                 raise Tx8labError(
                     f"simulate: tile {st.tile} command {i} ({c.label or 'recv'}) receives "
@@ -444,7 +446,7 @@ def _simulate(
 
 
 def _transfer(
-    tile: int, index: int, c: SimCommand, hw: ChipConfig
+    tile: int, index: int, c: SimCommand, hw: ChipConfig, payloads: dict[int, int]
 ) -> tuple[tuple[noc.Link, ...], int]:
     """A NoC transfer's route and payload cycles; an error naming the command if bad."""
     where = f"simulate: tile {tile} command {index} ({c.label or 'unlabelled'})"
@@ -458,7 +460,9 @@ def _transfer(
         route = noc.route(tile, c.dst_tile, hw)
     except Tx8labError as exc:
         raise Tx8labError(f"{where}: {exc}") from None
-    cycles = laws.noc_payload(c.noc_bytes, hw).cycles(hw)
+    cycles = payloads.get(c.noc_bytes)
+    if cycles is None:
+        cycles = payloads[c.noc_bytes] = laws.noc_payload(c.noc_bytes, hw).cycles(hw)
     if cycles > c.cycles:
         raise Tx8labError(
             f"{where}: its {c.cycles} cycles are less than its payload's {cycles} on a link; "

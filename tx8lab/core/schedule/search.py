@@ -129,10 +129,9 @@ import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import pandas as pd
-
+from tx8lab._bulk import gc_paused
 from tx8lab.core.attrs import TAG_DDR
 from tx8lab.core.grouping import is_compute
 from tx8lab.core.ir import TERMINATORS, Op
@@ -140,6 +139,7 @@ from tx8lab.core.ops import get_op_def
 from tx8lab.core.ops.registry import effective_split
 from tx8lab.core.schedule.chip_cuts import ChipCut, with_chips
 from tx8lab.core.schedule.sharding import (
+    PropagateCache,
     ShardingLevel,
     SplitTry,
     min_slices,
@@ -151,6 +151,7 @@ from tx8lab.core.schedule.sharding import (
     split_tries,
 )
 from tx8lab.core.schedule.slicing import (
+    SliceCache,
     default_schedule,
     default_strategy,
     engine_busy_cycles,
@@ -168,6 +169,9 @@ from tx8lab.core.schedule.stages import (
 from tx8lab.core.schedule.tasks import OpStrategy, ScheduleInput, Strategy
 from tx8lab.errors import SpmOverflow, Tx8labError
 from tx8lab.hw.config import ChipConfig
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Mode = Literal["search", "exhaustive", "default"]
 MODES: tuple[str, ...] = ("search", "exhaustive", "default")
@@ -302,6 +306,8 @@ class SearchResult:
 
     def frame(self) -> pd.DataFrame:
         """One row per candidate: sharding, split, cycles, SPM peak, status, reason."""
+        import pandas as pd  # only views ask for a frame: the pipeline does not import it
+
         cols = [
             "index",
             "level",
@@ -427,10 +433,14 @@ def _space_size(
 
 
 def _data_split(
-    group: Op, strategy: Strategy, hw: ChipConfig, settings: StageSettings
+    group: Op,
+    strategy: Strategy,
+    hw: ChipConfig,
+    settings: StageSettings,
+    cache: SliceCache | None = None,
 ) -> StageRecord:
     """The first stage alone: its busiest engine bounds every deeper stage's makespan."""
-    return run_group(group, strategy, hw, settings, until="data-split").records[0]
+    return run_group(group, strategy, hw, settings, until="data-split", cache=cache).records[0]
 
 
 def _split_reductions(group: Op, strategy: Strategy) -> Strategy | None:
@@ -456,7 +466,12 @@ def _split_reductions(group: Op, strategy: Strategy) -> Strategy | None:
 
 
 def _reduce_split_retry(
-    group: Op, strategy: Strategy, hw: ChipConfig, settings: StageSettings, limit: int | None
+    group: Op,
+    strategy: Strategy,
+    hw: ChipConfig,
+    settings: StageSettings,
+    limit: int | None,
+    cache: SliceCache | None = None,
 ) -> tuple[GroupRun, str] | None:
     """An overflowing candidate with its reduction dims split until it fits (or None).
 
@@ -470,13 +485,13 @@ def _reduce_split_retry(
             return None
         current = nxt
         try:
-            first = _data_split(group, current, hw, settings)
+            first = _data_split(group, current, hw, settings, cache)
             if limit is not None and _busy_bound(first.output) >= limit:
                 return None
             room = 2 * hw.tile.spm_usable_bytes
             if schedule_live_bytes(first.output, settings.multi_buffer) > room:
                 continue  # far from fitting: split again before running the pipeline
-            run = run_group(group, current, hw, settings, reuse=(first,))
+            run = run_group(group, current, hw, settings, reuse=(first,), cache=cache)
         except SpmOverflow:
             continue
         except Tx8labError:
@@ -586,6 +601,10 @@ class _Search:
         self.timer, self.simulate_top = timer, simulate_top
         self.plan_best: Candidate | None = None
         self.start = time.perf_counter()
+        self.cache = SliceCache(group)
+        """data-split's view of the group, shared by every candidate."""
+        self.propagation = PropagateCache(group)
+        """propagate's view of the group, shared by every candidate."""
         tiles = group_tile_budget(group, hw)
         self.outs = _outs(group, tiles) if mode != "default" else []
         self.ways = 1
@@ -633,6 +652,7 @@ class _Search:
                 self.settings,
                 reuse=cand.run.before("simulate"),
                 timer=self.timer,
+                cache=self.cache,
             )
             if run.simulated is None:
                 continue  # no command stream (the simulate record says why)
@@ -698,12 +718,19 @@ class _Search:
         note = ""
         try:
             run = run_group(
-                self.group, strategy, self.hw, self.settings, reuse=(first,) if first else ()
+                self.group,
+                strategy,
+                self.hw,
+                self.settings,
+                reuse=(first,) if first else (),
+                cache=self.cache,
             )
         except SpmOverflow as exc:
             # the seed's reduceSplit: a producer's K is never split by propagation
             limit = self.best_cycles() if self.searching else None
-            fixed = _reduce_split_retry(self.group, strategy, self.hw, self.settings, limit)
+            fixed = _reduce_split_retry(
+                self.group, strategy, self.hw, self.settings, limit, self.cache
+            )
             if fixed is None:
                 return Candidate(index, *where, "spm-overflow", str(exc))
             run, note = fixed
@@ -747,7 +774,12 @@ class _Search:
             for k, out in enumerate(self.outs):
                 st = _op_strategy(out, li, vi if k == 0 else 0, depth)
                 outputs[out.op.id] = param_for(out.op, st)
-            prop = propagate(self.group, outputs, multi_buffer=self.settings.multi_buffer)
+            prop = propagate(
+                self.group,
+                outputs,
+                multi_buffer=self.settings.multi_buffer,
+                cache=self.propagation,
+            )
             strategy = noc_sharded(self.group, prop.strategy, self.ways)
         except Tx8labError as exc:
             return None, exc, ""
@@ -792,7 +824,7 @@ class _Search:
     def bound(self, strategy: Strategy) -> tuple[int, StageRecord | None]:
         """The busiest engine of data-split (0 when slicing refuses) and its record."""
         try:
-            first = _data_split(self.group, strategy, self.hw, self.settings)
+            first = _data_split(self.group, strategy, self.hw, self.settings, self.cache)
         except Tx8labError:
             return 0, None
         return _busy_bound(first.output), first
@@ -1000,6 +1032,10 @@ def search_group(
 ) -> SearchResult:
     """Run :func:`iter_search` to the end; the result with every candidate and the best.
 
+    The cyclic garbage collector is paused meanwhile (as :mod:`tx8lab._bulk` explains:
+    every OK candidate keeps its run, so its full collections would walk them again and
+    again while finding little to free); what the search left is collected after.
+
     Raises:
         Tx8labError: as :func:`iter_search`.
     """
@@ -1020,9 +1056,10 @@ def search_group(
         simulate_top=simulate_top,
         noc=noc,
     )
-    last = next(results)
-    for last in results:  # noqa: B007 - the last one is the answer
-        pass
+    with gc_paused():  # every OK candidate's run survives: see tx8lab._bulk
+        last = next(results)
+        for last in results:  # noqa: B007 - the last one is the answer
+            pass
     return last
 
 
@@ -1074,7 +1111,9 @@ def schedule_group(
     ``settings.alloc`` is the allocator of the result; the search itself allocates with
     first fit (module docstring), and the chosen candidate's recorded stages before
     spm-alloc are reused. With a ``timer`` the search ranks by the simulator (module
-    docstring) and the result, with its own packing, is simulated again.
+    docstring) and the result, with its own packing, is simulated again (unless the
+    packing is the one the search simulated: the same offsets for the same lifetimes give
+    the same command stream, so that simulation is kept).
 
     Raises:
         SpmOverflow: the default strategy's buffers do not fit.
@@ -1113,9 +1152,18 @@ def schedule_group(
     best = found.best
     assert best is not None
     assert best.run is not None
-    run = run_group(
-        group, best.run.strategy, hw, settings, reuse=best.run.before("spm-alloc"), timer=timer
+    strategy = best.run.strategy
+    head = run_group(
+        group, strategy, hw, settings, reuse=best.run.before("spm-alloc"), until="estimate"
     )
+    packed, ranked = head.allocation, best.run.allocation
+    if best.simulated and (packed.lifetimes, packed.offsets) == (ranked.lifetimes, ranked.offsets):
+        # the caller's allocator packed it as the search did: the same command stream, whose
+        # simulation the search already has
+        reuse = (*head.records, best.run.record("simulate"))
+    else:
+        reuse = head.records
+    run = run_group(group, strategy, hw, settings, reuse=reuse, timer=timer)
     return ScheduledGroup(run, mode, found)
 
 

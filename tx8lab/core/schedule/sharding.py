@@ -463,12 +463,74 @@ def param_for(op: Op, strategy: OpStrategy) -> ShardingSplitParam:
     return ShardingSplitParam(pick(strategy.shard), pick(strategy.split))
 
 
+class PropagateCache:
+    """What :func:`propagate` keeps about one group across many calls.
+
+    The body's compute ops, producers and outputs, and each op's answers to the factors it
+    is asked (its strategy, what it asks of its operands): a search propagates hundreds of
+    candidates that ask most ops the same. Make one per search (it assumes the op library
+    does not change meanwhile) and hand it to :func:`propagate` with that group.
+
+    Raises:
+        Tx8labError: ``group_op`` is not a group.
+    """
+
+    def __init__(self, group_op: Op) -> None:
+        if group_op.kind != "tx8be.Group" or not group_op.regions:
+            raise Tx8labError(
+                f"PropagateCache needs a tx8be.Group op with a body, got {group_op.label}"
+            )
+        self.group = group_op
+        self.body = group_body(group_op)
+        self._strategies: dict[tuple[int, ShardingSplitParam], OpStrategy | None] = {}
+        self._asks: dict[
+            tuple[int, ShardingSplitParam, OpStrategy], tuple[ShardingSplitParam, ...]
+        ] = {}
+
+    def op_strategy(self, op: Op, param: ShardingSplitParam) -> OpStrategy | None:
+        """:func:`op_strategy`, kept."""
+        if not _whole_numbers(param):
+            return op_strategy(op, param)  # a factor that only equals an int: not kept
+        key = (op.id, param)
+        if key not in self._strategies:
+            self._strategies[key] = op_strategy(op, param)
+        return self._strategies[key]
+
+    def asks(
+        self, op: Op, param: ShardingSplitParam, st: OpStrategy
+    ) -> Sequence[ShardingSplitParam]:
+        """What ``op`` under ``param`` (its strategy ``st``) asks of its operands, kept."""
+        if not _whole_numbers(param):
+            return _asks(op, param, st)
+        key = (op.id, param, st)
+        got = self._asks.get(key)
+        if got is None:
+            got = self._asks[key] = tuple(_asks(op, param, st))
+        return got
+
+
+def _whole_numbers(param: ShardingSplitParam) -> bool:
+    return all(type(f) is int for f in (*param.out_sharding, *param.out_split))
+
+
+def _asks(op: Op, param: ShardingSplitParam, st: OpStrategy) -> Sequence[ShardingSplitParam]:
+    """The op's ``tile_sharding_split`` of its own factors (extra dims included)."""
+    rank = op.results[0].type.rank if op.results else 0
+    own = (
+        _with_extra(op, param, st)
+        if len(param.out_sharding) == rank and len(param.out_split) == rank
+        else param
+    )
+    return OPS[op.kind].tile_sharding_split(op, own)
+
+
 def propagate(
     group_op: Op,
     outputs: Mapping[int, ShardingSplitParam],
     *,
     multi_buffer: int = 2,
     anywhere: bool = False,
+    cache: PropagateCache | None = None,
 ) -> Propagation:
     """Seed DS_SlicePropagate: the group's strategy from its output ops' factors.
 
@@ -477,17 +539,27 @@ def propagate(
     visited from the last to the first, so every user of a producer is done first.
     ``anywhere=True`` accepts factors for any compute op of the body (a chip cut seeds
     the producers of a matmul's reduction operand); ops after it get no request.
+    ``cache``: the group's :class:`PropagateCache` when it is propagated many times (the
+    same result).
 
     Raises:
         Tx8labError: ``group_op`` is not a group, ``outputs`` names an op that is not an
-            output compute op of its body, or a given vector does not fit its op.
+            output compute op of its body, a given vector does not fit its op, or
+            ``cache`` is another group's.
     """
     if group_op.kind != "tx8be.Group" or not group_op.regions:
         raise Tx8labError(
             f"propagate needs a tx8be.Group op with a body, got {group_op.label} "
             "(outline ops with tx8lab.core.grouping.outline or run the group pass)"
         )
-    compute, producer, alias, outs = group_body(group_op)
+    if cache is not None and cache.group is not group_op:
+        raise Tx8labError(
+            f"propagate: a cache of group %{cache.group.id} was given for {group_op.label}; "
+            "make one per group"
+        )
+    compute, producer, alias, outs = cache.body if cache is not None else group_body(group_op)
+    strategy_of = cache.op_strategy if cache is not None else op_strategy
+    asks_of = cache.asks if cache is not None else _asks
     out_ids = {op.id for op in (compute if anywhere else outs)}
     wrong = sorted(set(outputs) - out_ids)
     if wrong:
@@ -503,7 +575,7 @@ def propagate(
         label = f"%{op.id} ({op.name})"
         if op.id in outputs:
             param, source, detail = outputs[op.id], "output", "given"
-            st = op_strategy(op, param)
+            st = strategy_of(op, param)
             if st is None:
                 raise Tx8labError(
                     f"propagate: {label} cannot take sharding {param.out_sharding} and split "
@@ -526,26 +598,20 @@ def propagate(
                 param, source, detail = _fallback(op, rank)
                 if not asked:
                     detail = "no user in the group asked"
-            st = op_strategy(op, param)
+            st = strategy_of(op, param)
             if st is None:
                 rejected = f"{param.out_sharding}/{param.out_split}"
                 param, source, detail = _fallback(op, rank)
                 detail = f"the op cannot take its users' {rejected}; {detail}"
-                st = op_strategy(op, param)
+                st = strategy_of(op, param)
                 if st is None:
                     param = ShardingSplitParam((1,) * rank, (1,) * rank)
                     source, detail = "no-shard", "tile_parallel does not fit the op"
-                    st = op_strategy(op, param)
+                    st = strategy_of(op, param)
                     assert st is not None
         ops[op.id] = st
         records.append(PropagationRecord(op.id, label, source, param, st, detail))
-        own = (
-            _with_extra(op, param, st)
-            if len(param.out_sharding) == rank and len(param.out_split) == rank
-            else param
-        )
-        asks = OPS[op.kind].tile_sharding_split(op, own)
-        for v, ask in zip(op.operands, asks, strict=True):
+        for v, ask in zip(op.operands, asks_of(op, param, st), strict=True):
             key = alias.get(v.key, v.key)
             prod = producer.get(key)
             # a request indexes result 0's dims; a later result's user asks nothing
@@ -618,6 +684,7 @@ def propagation_rows(result: Propagation) -> list[dict[str, object]]:
 
 
 __all__ = [
+    "PropagateCache",
     "Propagation",
     "PropagationRecord",
     "ShardingLevel",

@@ -275,6 +275,39 @@ class _Body:
         self.omaps = {op.id: OPS[op.kind].operand_dims(op) for op in self.compute}
         self.rmaps = {op.id: OPS[op.kind].result_dims(op) for op in self.compute}
         self._link()
+        # the op library's answers for the body's ops, kept for the body's lifetime
+        self._slices: dict[tuple[int, OpStrategy], SliceShape] = {}
+        self._costs: dict[tuple[int, SliceShape, ChipConfig, int], hwcost.Cost] = {}
+        self._moves: dict[tuple[str, int, ChipConfig, int], hwcost.Cost] = {}
+
+    def slice_shape(self, op: Op, strategy: OpStrategy) -> SliceShape:
+        """The op library's ``temporal_slice_shape`` of body op ``op`` under ``strategy``."""
+        if not all(type(f) is int for f in (*strategy.shard, *strategy.split, *strategy.chips)):
+            # a factor that only equals an int (True, 1.0) is the op library's to refuse
+            return get_op_def(op.kind).temporal_slice_shape(op, strategy)
+        key = (op.id, strategy)
+        got = self._slices.get(key)
+        if got is None:
+            got = self._slices[key] = get_op_def(op.kind).temporal_slice_shape(op, strategy)
+        return got
+
+    def op_cost(self, op: Op, piece: SliceShape, hw: ChipConfig, tiles: int) -> hwcost.Cost:
+        """The op library's cost of body op ``op`` on one ``piece``."""
+        key = (op.id, piece, hw, tiles)
+        got = self._costs.get(key)
+        if got is None:
+            got = self._costs[key] = get_op_def(op.kind).cost(op, piece, hw, tiles=tiles)
+        return got
+
+    def dma_cost(
+        self, engine: Literal["ld", "st"], moved: int, hw: ChipConfig, tiles: int
+    ) -> hwcost.Cost:
+        """``hw.cost.dma_cost`` of one load or store."""
+        key = (engine, moved, hw, tiles)
+        got = self._moves.get(key)
+        if got is None:
+            got = self._moves[key] = hwcost.dma_cost(engine, moved, hw, active_tiles=tiles)
+        return got
 
     def resolve(self, key: ValueKey) -> ValueKey:
         return self.alias.get(key, key)
@@ -390,7 +423,7 @@ def _plan(body: _Body, strategy: Strategy) -> SlicePlan:
                 f"strategy for group %{body.group.id} has no OpStrategy for {_label(op)}: "
                 "give one per compute op (or pass strategy=None for the default)"
             )
-        slices[op.id] = get_op_def(op.kind).temporal_slice_shape(op, st)
+        slices[op.id] = body.slice_shape(op, st)
         for i, shard in enumerate(st.shard):
             whole = body.read_whole.get(body.group_dim[(op.id, i)])
             if shard > 1 and whole is not None:
@@ -532,17 +565,23 @@ def _reset(st: OpStrategy, roots: Sequence[tuple[int, int]], slot: LoopSlot) -> 
 
 
 def _slot_slice(
-    op: Op, plan: OpPlan, k: int, slots: Sequence[LoopSlot], memo: dict[tuple[int, int], SliceShape]
+    body: _Body,
+    op: Op,
+    plan: OpPlan,
+    k: int,
+    slots: Sequence[LoopSlot],
+    memo: dict[tuple[int, int], SliceShape],
 ) -> SliceShape:
     """``op``'s slice with the splits loop ``k`` counts set to 1 (kept in ``memo``)."""
     got = memo.get((op.id, k))
     if got is None:
         st = _reset(plan.strategy, plan.roots, slots[k])
-        got = memo[(op.id, k)] = get_op_def(op.kind).temporal_slice_shape(op, st)
+        got = memo[(op.id, k)] = body.slice_shape(op, st)
     return got
 
 
 def _varies(
+    body: _Body,
     op: Op,
     plan: OpPlan,
     index: int,
@@ -556,7 +595,9 @@ def _varies(
         return shape.results[index] if result else shape.operands[index]
 
     base = piece(plan.slice)
-    return frozenset(k for k in plan.slots if piece(_slot_slice(op, plan, k, slots, memo)) != base)
+    return frozenset(
+        k for k in plan.slots if piece(_slot_slice(body, op, plan, k, slots, memo)) != base
+    )
 
 
 # ---------------------------------------------------------------- tasks and nesting
@@ -616,7 +657,7 @@ def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
                 for user, j in readers:
                     got = plan.ops[user.id].slice.operands[j]
                     shape = tuple(max(a, b) for a, b in zip(shape, got, strict=True))
-                    varies |= _varies(user, plan.ops[user.id], j, plan.slots, memo)
+                    varies |= _varies(body, user, plan.ops[user.id], j, plan.slots, memo)
             # a value some kernel overwrites is reloaded every time that op runs
             placed = varies.union(*(plan.ops[b.id].slots for b, _ in body.clobbers.get(key, ())))
             indices: list[ValueKey] = []
@@ -629,7 +670,7 @@ def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
                 if index_key in body.spm:
                     indices.append(index_key)
                     shapes[index_key] = plan.ops[picker.id].slice.operands[1]
-                placed |= _varies(picker, plan.ops[picker.id], 1, plan.slots, memo)
+                placed |= _varies(body, picker, plan.ops[picker.id], 1, plan.slots, memo)
             items.append(
                 _Item(op, "ld", placed, indices, [key], shapes, value_varies={key: varies})
             )
@@ -640,7 +681,7 @@ def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
             prod, r = body.producer[key]
             if prod.id in plan.ops:
                 shape = plan.ops[prod.id].slice.results[r]
-                varies = _varies(prod, plan.ops[prod.id], r, plan.slots, memo, result=True)
+                varies = _varies(body, prod, plan.ops[prod.id], r, plan.slots, memo, result=True)
             else:
                 load = next(it for it in items if it.op.id == prod.id)
                 shape, varies = load.shapes[key], load.varies
@@ -664,7 +705,8 @@ def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
             writes = [r.key for r in op.results]
             shapes.update({r.key: p.slice.results[r.index] for r in op.results})
             changes = {
-                r.key: _varies(op, p, r.index, plan.slots, memo, result=True) for r in op.results
+                r.key: _varies(body, op, p, r.index, plan.slots, memo, result=True)
+                for r in op.results
             }
             clobbers = [k for k in reads if any(b.id == op.id for b, _ in body.clobbers.get(k, ()))]
             items.append(
@@ -1321,8 +1363,8 @@ def _noc_choice(
     """The fastest all-reduce of a ``shape`` piece (module docstring, **Reductions**)."""
     mode = LayoutMode(layout)
     num_bytes = value_bytes(shape, dtype, mode)
-    ranked = collectives.allreduce_over_noc(
-        [[tile_of[t] for t in g] for g in groups], num_bytes, dtype, hw
+    ranked = _allreduce_ranking(
+        tuple(tuple(tile_of[t] for t in g) for g in groups), num_bytes, dtype, hw
     )
     best = ranked[0]
     plan = collectives.allreduce_plan(ways, best.pattern)
@@ -1342,6 +1384,28 @@ def _noc_choice(
         best.noc_bytes,
         tuple((r.pattern, r.cycles) for r in ranked),
     )
+
+
+@dataclass(frozen=True)
+class _Ranked:
+    """One all-reduce pattern's simulated figures (what a :class:`NocReduce` keeps)."""
+
+    pattern: collectives.Pattern
+    cycles: int
+    noc_bytes: int
+
+
+@functools.lru_cache(maxsize=4096)
+def _allreduce_ranking(
+    groups: tuple[tuple[int, ...], ...], num_bytes: int, dtype: str, hw: ChipConfig
+) -> tuple[_Ranked, ...]:
+    """``collectives.allreduce_over_noc``'s ranking of these chip tiles, simulated once.
+
+    Pieces of different shapes (or layouts, or groups of another region) with the same
+    bytes on the same tiles are the same all-reduce: the simulation is shared.
+    """
+    ranked = collectives.allreduce_over_noc(groups, num_bytes, dtype, hw)
+    return tuple(_Ranked(r.pattern, r.cycles, r.noc_bytes) for r in ranked)
 
 
 def noc_bytes(si: ScheduleInput) -> int:
@@ -1376,8 +1440,8 @@ def _cost(
             dim = chunk_dim(shape, it.share)
             shape = tuple(-(-d // it.share) if i == dim else d for i, d in enumerate(shape))
         moved = value_bytes(shape, prod.results[r].type.dtype, op_layout(prod))
-        return hwcost.dma_cost(it.engine, moved, hw, active_tiles=tiles)
-    return get_op_def(op.kind).cost(op, plan.ops[op.id].slice, hw, tiles=tiles)
+        return body.dma_cost(it.engine, moved, hw, tiles)
+    return body.op_cost(op, plan.ops[op.id].slice, hw, tiles)
 
 
 # ---------------------------------------------------------------- public entry points
@@ -1422,21 +1486,57 @@ def loop_counts(group_op: Op, strategy: Strategy, hw: ChipConfig) -> dict[str, i
     return dict(plan_group(group_op, strategy, hw).loop_counts)
 
 
+class SliceCache:
+    """What slicing keeps about one group while it slices it for many strategies.
+
+    The strategy-independent view of the body (linked dims, producers, users) and the op
+    library's answers for its ops (slices and costs under each strategy) are computed once
+    instead of once per strategy: a search slices one group for hundreds of candidates
+    that share most ops' strategies. Make one per search (it assumes the op library does
+    not change meanwhile) and hand it to :func:`schedule_input` with that group.
+
+    Raises:
+        Tx8labError: ``group_op`` is not a group with a body.
+    """
+
+    def __init__(self, group_op: Op) -> None:
+        self._body = _Body(group_op)
+
+    @property
+    def group(self) -> Op:
+        """The group it slices."""
+        return self._body.group
+
+    def _for(self, group_op: Op) -> _Body:
+        if group_op is not self._body.group:
+            raise Tx8labError(
+                f"a slice cache of group %{self._body.group.id} was given for {group_op.label}; "
+                "make one per group"
+            )
+        return self._body
+
+
 def schedule_input(
     group_op: Op,
     strategy: Strategy | None,
     hw: ChipConfig,
     *,
     multi_buffer: int = 2,
+    cache: SliceCache | None = None,
 ) -> ScheduleInput:
     """The init pipeline of ``group_op`` (seed getInitPipelineOps) with its buffers.
 
     ``strategy`` None takes :func:`default_strategy` (``multi_buffer`` copies per looping
-    buffer in its fit test); its choices are in ``ScheduleInput.notes``.
+    buffer in its fit test); its choices are in ``ScheduleInput.notes``. ``cache``: the
+    group's :class:`SliceCache`, when it is sliced for many strategies (the same result).
+
+    Raises:
+        Tx8labError: the strategy does not fit the group, or ``cache`` is another group's.
     """
     if strategy is None:
         return default_schedule(group_op, hw, multi_buffer=multi_buffer)[1]
-    si, _ = _build(_Body(group_op), strategy, hw, with_cost=True)
+    body = cache._for(group_op) if cache is not None else _Body(group_op)
+    si, _ = _build(body, strategy, hw, with_cost=True)
     return si
 
 
@@ -1672,6 +1772,7 @@ __all__ = [
     "LinkedDims",
     "LoopSlot",
     "OpPlan",
+    "SliceCache",
     "SlicePlan",
     "chunk_boxes",
     "chunk_dim",

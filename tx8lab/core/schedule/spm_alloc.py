@@ -63,6 +63,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -449,6 +450,15 @@ def first_fit(
         {'a': 0, 'b': 8, 'c': 0}
     """
     aligned = alignments or {}
+    if len(lifetimes) <= _SMALL:
+        return _first_fit_small(lifetimes, order, aligned)
+    return _first_fit_arrays(lifetimes, order, aligned)
+
+
+def _first_fit_arrays(
+    lifetimes: Sequence[Lifetime], order: Sequence[int], aligned: Mapping[str, int]
+) -> dict[str, int]:
+    """:func:`first_fit` on numpy arrays (many lifetimes)."""
     offsets = {lt.id: 0 for lt in lifetimes if not _is_live(lt)}
     # placed intervals as arrays: one vectorised overlap test per placement (numpy)
     n = len(lifetimes)
@@ -479,6 +489,48 @@ def first_fit(
         p_lo[m], p_hi[m] = candidate, candidate + lt.size
         m += 1
     return {lt.id: offsets[lt.id] for lt in lifetimes}
+
+
+#: Up to this many lifetimes :func:`first_fit` walks plain lists: numpy's per-call cost is
+#: more than the whole walk for the few buffers of most groups (the same offsets).
+_SMALL = 48
+
+
+def _first_fit_small(
+    lifetimes: Sequence[Lifetime], order: Sequence[int], aligned: Mapping[str, int]
+) -> dict[str, int]:
+    """:func:`first_fit` without numpy: the same walk over the busy intervals by offset."""
+    offsets = {lt.id: 0 for lt in lifetimes if not _is_live(lt)}
+    placed: list[tuple[int, int, int, int]] = []
+    """(lower, upper, lo, hi) of each placed lifetime, in placement order."""
+    for i in order:
+        lt = lifetimes[i]
+        if not _is_live(lt):
+            continue
+        align = aligned.get(lt.id, 1)
+        lower, upper, size = lt.lower, lt.upper, lt.size
+        busy = sorted(
+            [
+                (lo, hi)
+                for p_lower, p_upper, lo, hi in placed
+                if p_lower < upper and lower < p_upper
+            ],
+            key=_lo,
+        )
+        # the candidate before interval k is the running max of the aligned ends before it
+        candidate = 0
+        for lo, hi in busy:
+            if candidate + size <= lo:
+                break
+            end = -(-hi // align) * align
+            if end > candidate:
+                candidate = end
+        offsets[lt.id] = candidate
+        placed.append((lower, upper, candidate, candidate + size))
+    return {lt.id: offsets[lt.id] for lt in lifetimes}
+
+
+_lo = itemgetter(0)
 
 
 def seed_order(lifetimes: Sequence[Lifetime]) -> list[int]:

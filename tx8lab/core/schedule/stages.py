@@ -41,7 +41,7 @@ from typing import Any
 from tx8lab.core.ir import Op
 from tx8lab.core.schedule.estimate import GroupEstimate, SimEstimate, estimate_group
 from tx8lab.core.schedule.lifetimes import buffer_life, buffer_merge
-from tx8lab.core.schedule.slicing import schedule_input, schedule_live_bytes
+from tx8lab.core.schedule.slicing import SliceCache, schedule_input, schedule_live_bytes
 from tx8lab.core.schedule.spm_alloc import Allocation, allocate
 from tx8lab.core.schedule.sw_pipeline import sw_pipeline
 from tx8lab.core.schedule.tasks import Lifetime, ScheduleInput, Strategy, Timeline
@@ -99,6 +99,7 @@ class _Flow:
     settings: StageSettings
     done: Mapping[str, Any]
     timer: GroupTimer | None = None
+    cache: SliceCache | None = None
 
 
 StageFn = Callable[[_Flow], tuple[Any, tuple[str, ...]]]
@@ -113,7 +114,13 @@ class Stage:
 
 
 def _data_split(flow: _Flow) -> tuple[ScheduleInput, tuple[str, ...]]:
-    si = schedule_input(flow.group, flow.strategy, flow.hw, multi_buffer=flow.settings.multi_buffer)
+    si = schedule_input(
+        flow.group,
+        flow.strategy,
+        flow.hw,
+        multi_buffer=flow.settings.multi_buffer,
+        cache=flow.cache,
+    )
     return si, tuple(si.notes)
 
 
@@ -313,6 +320,7 @@ def run_group(
     until: str | None = None,
     reuse: Sequence[StageRecord] = (),
     timer: GroupTimer | None = None,
+    cache: SliceCache | None = None,
 ) -> GroupRun:
     """Run :data:`GROUP_STAGES` on ``strategy`` (up to and including ``until``).
 
@@ -324,6 +332,8 @@ def run_group(
         until: the last stage to run (default: all).
         reuse: records the caller holds for this group and strategy (not recomputed).
         timer: the simulate stage's timer (module docstring); None: plan only.
+        cache: data-split's :class:`~tx8lab.core.schedule.slicing.SliceCache` of
+            ``group`` (a search runs one group for many strategies); the same records.
 
     Raises:
         SpmOverflow: the buffers do not fit in the tile's usable SPM.
@@ -343,7 +353,7 @@ def run_group(
         if stage.name in kept:
             record = kept[stage.name]
         else:
-            flow = _Flow(group, strategy, hw, settings, done, timer)
+            flow = _Flow(group, strategy, hw, settings, done, timer, cache)
             start = time.perf_counter()
             output, decisions = stage.run(flow)
             record = StageRecord(stage.name, output, time.perf_counter() - start, decisions)
