@@ -164,6 +164,8 @@ def pipeline_wall(
     return {
         "cycles": int(cost.stats["total_cycles"]),
         "communicating": sum(e.get("comm", "none") != "none" for e in entries),
+        "k_reduce": sum(e.get("comm") == "k-reduce" for e in entries),
+        "shared": sum(e.get("comm") == "share" for e in entries),
         "ops": module.num_ops,
         "build_s": built,
         "passes_s": wall,
@@ -238,10 +240,13 @@ def print_tables(models: tuple[str, ...] | None = None, *, quick: bool = False) 
 
     print("\nwhole pipeline (build + every default pass), seconds; targets resnet50 <= 2 s,")
     print("llama_decoder(layers=32) <= 15 s")
-    print("(noc: group-cost.noc=true, 'comm' = groups that sum partials over the NoC)")
+    print(
+        "(noc: group-cost.noc=true; groups that sum partials over the NoC, 'k-red', and that "
+        "share loads, 'share')"
+    )
     header = (
         f"{'case':30} {'ops':>6} {'build s':>8} {'passes s':>9} {'total s':>8} "
-        f"{'group-cost s':>12} {'hit rate':>8} {'cycles':>14} {'comm':>5}"
+        f"{'group-cost s':>12} {'hit rate':>8} {'cycles':>14} {'k-red':>5} {'share':>5}"
     )
     print(header)
     print("-" * len(header))
@@ -254,7 +259,8 @@ def print_tables(models: tuple[str, ...] | None = None, *, quick: bool = False) 
             print(
                 f"{label + (' noc' if noc else ''):30} {row['ops']:>6} {row['build_s']:>8.2f} "
                 f"{row['passes_s']:>9.2f} {row['total_s']:>8.2f} {row['cost_s']:>12.2f} "
-                f"{row['hit_rate']:>8.1%} {row['cycles']:>14,} {row['communicating']:>5}",
+                f"{row['hit_rate']:>8.1%} {row['cycles']:>14,} {row['k_reduce']:>5} "
+                f"{row['shared']:>5}",
                 flush=True,
             )
 
