@@ -63,6 +63,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from tx8lab._bulk import constructor
 from tx8lab.core.schedule.tasks import (
     ENGINES,
     Buffer,
@@ -82,7 +83,7 @@ Memory = tuple[str, int]
 _ENGINE_BIT: dict[str, int] = {e: 1 << i for i, e in enumerate(ENGINES)}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Use:
     """One buffer version a task instance reads or writes."""
 
@@ -101,7 +102,7 @@ class Use:
         return (self.root, self.copy)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Instance:
     """One execution of a :class:`Task` in the expanded program (program order)."""
 
@@ -117,6 +118,11 @@ class Instance:
     def key(self) -> tuple[str, tuple[int, ...]]:
         """``(task id, iteration)``: unique in a group."""
         return (self.task.id, self.iteration)
+
+
+#: ``Use`` / ``Instance`` from every field, positionally (one per task instance).
+_new_use = constructor(Use)
+_new_instance = constructor(Instance)
 
 
 def check_input(inp: ScheduleInput) -> dict[str, Task]:
@@ -215,41 +221,66 @@ def expand(inp: ScheduleInput, multi_buffer: int = 2) -> list[Instance]:
             )
         return use
 
+    # per task, what its reads and writes are whatever the iteration: (buffer, kind, the
+    # buffer it writes in place of or its chunk loops)
+    plans: dict[str, tuple[list[tuple[str, str]], list[tuple[str, str, str | None, int]]]] = {}
+
+    def plan(task: Task) -> tuple[list[tuple[str, str]], list[tuple[str, str, str | None, int]]]:
+        got = plans.get(task.id)
+        if got is None:
+            writes_set = set(task.writes)
+            read_plan = [
+                (
+                    b,
+                    "imm"
+                    if buffers[b].kind == "imm"
+                    else "psum"
+                    if buffers[b].kind == "psum" and b in writes_set
+                    else "value",
+                )
+                for b in task.reads
+            ]
+            write_plan: list[tuple[str, str, str | None, int]] = [
+                (b, buffers[b].kind, buffers[b].in_place_of, buffers[b].chunk_loops)
+                for b in task.writes
+            ]
+            plans[task.id] = (read_plan, write_plan)
+            return read_plan, write_plan
+        return got
+
     def run(task: Task, iteration: tuple[int, ...]) -> None:
         initial = not iteration or iteration[-1] == 0
-        writes_set = set(task.writes)
+        read_plan, write_plan = plan(task)
         reads: list[Use] = []
         imm: list[str] = []
-        for b in task.reads:
-            buf = buffers[b]
-            if buf.kind == "imm":
+        for b, kind in read_plan:
+            if kind == "imm":
                 imm.append(b)
-            elif not (buf.kind == "psum" and b in writes_set and initial):
-                u = version(task, b, iteration, "reads")
-                reads.append(Use(b, u.root, u.generation, u.copy))
+            elif not (kind == "psum" and initial):
+                u = current.get(b) or version(task, b, iteration, "reads")
+                reads.append(_new_use(b, u.root, u.generation, u.copy))
         read_set = {u.buffer for u in reads}
         writes: list[Use] = []
-        for b in task.writes:
-            buf = buffers[b]
-            if buf.kind == "imm":
+        for b, kind, in_place_of, chunk_loops in write_plan:
+            if kind == "imm":
                 if b not in imm:
                     imm.append(b)
                 continue
-            if buf.in_place_of is not None:
-                u = version(task, buf.in_place_of, iteration, "writes in place of")
-                use = Use(b, u.root, u.generation, u.copy)
-            elif b in read_set or (
-                b in current and buf.chunk_loops and any(iteration[-buf.chunk_loops :])
-            ):
+            if in_place_of is not None:
+                u = current.get(in_place_of) or version(
+                    task, in_place_of, iteration, "writes in place of"
+                )
+                use = _new_use(b, u.root, u.generation, u.copy)
+            elif b in read_set or (b in current and chunk_loops and any(iteration[-chunk_loops:])):
                 u = current[b]  # in place, or the next chunk of the version
-                use = Use(b, u.root, u.generation, u.copy)
+                use = _new_use(b, u.root, u.generation, u.copy)
             else:
                 g = fresh.get(b, 0)
                 fresh[b] = g + 1
-                use = Use(b, b, g, g % multi_buffer)
+                use = _new_use(b, b, g, g % multi_buffer)
             current[b] = use
             writes.append(use)
-        out.append(Instance(task, iteration, tuple(reads), tuple(writes), tuple(imm)))
+        out.append(_new_instance(task, iteration, tuple(reads), tuple(writes), tuple(imm)))
 
     def walk(nodes: Sequence[Node], iteration: tuple[int, ...]) -> None:
         for node in nodes:
