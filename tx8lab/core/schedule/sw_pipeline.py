@@ -194,8 +194,17 @@ def _chain_root(buffers: Mapping[str, Buffer], start: str, where: str) -> str:
     return current.id
 
 
+#: The last few expansions by input (identity) and multi_buffer: the software pipeline,
+#: buffer-life and the simulator's program each expand the same input in turn.
+_EXPANDED: dict[tuple[int, int], tuple[ScheduleInput, tuple[Instance, ...]]] = {}
+_EXPANDED_KEPT = 8
+
+
 def expand(inp: ScheduleInput, multi_buffer: int = 2) -> list[Instance]:
     """Every task instance in program order, with the buffer versions it reads and writes.
+
+    An input is frozen: the last few expansions are kept (by the input's identity) for the
+    next caller of the same input, who gets a list of its own.
 
     Examples:
         >>> from tx8lab.core.schedule.tasks import Buffer, Repeat, ScheduleInput, Task
@@ -204,8 +213,21 @@ def expand(inp: ScheduleInput, multi_buffer: int = 2) -> list[Instance]:
         >>> [(i.iteration, i.writes[0].copy) for i in expand(inp)]
         [((0,), 0), ((1,), 1)]
     """
+    key = (id(inp), multi_buffer)
+    kept = _EXPANDED.get(key)
+    if kept is not None and kept[0] is inp:
+        return list(kept[1])
     check_input(inp)
     _check_multi_buffer(multi_buffer)
+    out = _expand(inp, multi_buffer)
+    if len(_EXPANDED) >= _EXPANDED_KEPT:
+        del _EXPANDED[next(iter(_EXPANDED))]  # the oldest
+    _EXPANDED[key] = (inp, tuple(out))
+    return out
+
+
+def _expand(inp: ScheduleInput, multi_buffer: int) -> list[Instance]:
+    """:func:`expand` of a checked input."""
     buffers = inp.buffers
     current: dict[str, Use] = {}
     fresh: dict[str, int] = {}
