@@ -123,6 +123,7 @@ class Instance:
 #: ``Use`` / ``Instance`` from every field, positionally (one per task instance).
 _new_use = constructor(Use)
 _new_instance = constructor(Instance)
+_new_slot = constructor(Slot)
 
 
 def check_input(inp: ScheduleInput) -> dict[str, Task]:
@@ -337,21 +338,30 @@ class _Part:
         pos = len(self.frames)
         self.frames.append([inst])
         self.masks.append(_ENGINE_BIT[inst.task.engine])
+        last_read, last_write = self.last_read, self.last_write
         for u in inst.reads:
-            self.last_read[u.memory] = pos
+            last_read[(u.root, u.copy)] = pos  # u.memory
         for u in inst.writes:
-            self.last_write[u.memory] = pos
+            last_write[(u.root, u.copy)] = pos
 
 
 def _earliest(frame: Sequence[Instance], out: _Part) -> int:
     """First position of ``out`` this frame may share: after every conflicting access."""
     t = 0
-    lw, lr = out.last_write, out.last_read
+    lw, lr = out.last_write.get, out.last_read.get
     for inst in frame:
         for u in inst.reads:
-            t = max(t, lw.get(u.memory, -1) + 1)
+            at = lw((u.root, u.copy), -1) + 1  # after the last write of u.memory
+            if at > t:
+                t = at
         for u in inst.writes:
-            t = max(t, lw.get(u.memory, -1) + 1, lr.get(u.memory, -1) + 1)
+            m = (u.root, u.copy)
+            at = lw(m, -1) + 1
+            if at > t:
+                t = at
+            at = lr(m, -1) + 1
+            if at > t:
+                t = at
     return t
 
 
@@ -372,17 +382,18 @@ def get_retract(out: _Part, part: _Part) -> int:
 def do_retract(out: _Part, part: _Part, k: int) -> None:
     """The seed's doRetract: splice ``part`` after ``out``, its first ``k`` frames overlaid."""
     base = len(out.frames) - k
-    for j, frame in enumerate(part.frames):
-        if j < k:
-            out.frames[base + j].extend(frame)
-            out.masks[base + j] |= part.masks[j]
-        else:
-            out.frames.append(frame)
-            out.masks.append(part.masks[j])
-    for m, pos in part.last_read.items():
-        out.last_read[m] = max(out.last_read.get(m, -1), pos + base)
-    for m, pos in part.last_write.items():
-        out.last_write[m] = max(out.last_write.get(m, -1), pos + base)
+    frames, masks = out.frames, out.masks
+    for j in range(min(k, len(part.frames))):
+        frames[base + j].extend(part.frames[j])
+        masks[base + j] |= part.masks[j]
+    frames.extend(part.frames[k:])
+    masks.extend(part.masks[k:])
+    for mine, theirs in ((out.last_read, part.last_read), (out.last_write, part.last_write)):
+        get = mine.get
+        for m, pos in theirs.items():
+            pos += base
+            if get(m, -1) < pos:  # the later of the two
+                mine[m] = pos
     # each overlaid frame brings one instance never moved before (the one that opened it;
     # the others joined it at a lower level and were counted there)
     out.retracted += part.retracted + k
@@ -473,7 +484,7 @@ def sw_pipeline(
             inst = step.get(engine)
             if inst is not None:
                 slots.append(
-                    Slot(inst.task.id, inst.iteration, engine, index, t, t + inst.task.cycles)
+                    _new_slot(inst.task.id, inst.iteration, engine, index, t, t + inst.task.cycles)
                 )
         t += max(i.task.cycles for i in step.values()) + step_overhead_cycles
     return Timeline(

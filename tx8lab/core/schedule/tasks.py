@@ -140,7 +140,7 @@ class NocReduce:
     """Every pattern's cycles, fastest first."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Slot:
     """One task instance in the timeline."""
 
