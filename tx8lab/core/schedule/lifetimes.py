@@ -59,6 +59,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from tx8lab._bulk import constructor
 from tx8lab.core.schedule.sw_pipeline import expand
 from tx8lab.core.schedule.tasks import Lifetime, ScheduleInput, Timeline
 from tx8lab.errors import Tx8labError
@@ -124,18 +125,25 @@ def buffer_life(timeline: Timeline, inp: ScheduleInput) -> list[Lifetime]:
             run = imm_runs.get(b, 0)
             imm_runs[b] = run + 1
             raw.append(("imm", (b, run), s))
-    spans = _Spans(steps)
+    bounds = _Spans(steps).bounds
+    labels: dict[tuple[str, int], str] = {}
     out: list[Lifetime] = []
     for kind, key, s in raw:
         name, index = key
         if kind == "imm":
             label = name if imm_runs[name] == 1 else f"{name}@{index}"
-            out.append(Lifetime(label, s, s + 1, inp.buffers[name].bytes, name))
+            out.append(_new_lifetime(label, s, s + 1, nbytes[name], name))
         else:
-            label = name if generations[name] == 1 else f"{name}@{index}"
-            lower, upper = spans.bounds(first[key], s)
-            out.append(Lifetime(label, lower, upper + 1, size[key], name))
+            version = labels.get(key)  # one label per version, read many times
+            if version is None:
+                version = labels[key] = name if generations[name] == 1 else f"{name}@{index}"
+            lower, upper = bounds(first[key], s)
+            out.append(_new_lifetime(version, lower, upper + 1, size[key], name))
     return out
+
+
+#: ``Lifetime`` from every field, positionally (one per access of a task instance).
+_new_lifetime = constructor(Lifetime)
 
 
 class _Spans:
@@ -184,7 +192,9 @@ def merge_overlap(intervals: Sequence[Lifetime]) -> list[Lifetime]:
         active = kept[-1] if kept else None
         if active is not None and lt.lower >= active.lower and lt.upper <= active.upper:
             if lt.size > active.size:
-                kept[-1] = Lifetime(active.id, active.lower, active.upper, lt.size, active.buffer)
+                kept[-1] = _new_lifetime(
+                    active.id, active.lower, active.upper, lt.size, active.buffer
+                )
             continue
         kept.append(lt)
     return kept
@@ -202,7 +212,7 @@ def buffer_merge(lifetimes: Iterable[Lifetime]) -> list[Lifetime]:
     for label, intervals in by_label.items():
         for n, lt in enumerate(merge_overlap(intervals)):
             name = label if n == 0 else f"{label}/{n}"
-            out.append(Lifetime(name, lt.lower, lt.upper, lt.size, lt.buffer))
+            out.append(_new_lifetime(name, lt.lower, lt.upper, lt.size, lt.buffer))
     ids = {lt.id for lt in out}
     if len(ids) != len(out):
         clash = sorted(i for i in ids if sum(lt.id == i for lt in out) > 1)

@@ -172,7 +172,7 @@ class Timeline:
     """Buffers per looping value the pipeline assumed (buffer-life reads it back)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Lifetime:
     """A buffer's live interval for the allocator (MiniMalloc's row)."""
 
