@@ -280,6 +280,21 @@ def test_psum_initialises_at_iteration_zero_of_its_reduction_loop() -> None:
     ] == [(0, 0)] * 3 + [(1, 0)] * 3
 
 
+def test_an_input_expanded_again_gives_the_same_instances_in_a_list_of_its_own() -> None:
+    inp = nested_psum()
+    first = expand(inp)
+    again = expand(inp)
+    assert again == first
+    assert again is not first
+    again.clear()  # the caller's own list: the next caller still gets every instance
+    assert expand(inp) == first
+    assert [i.writes[0].copy for i in expand(inp, 1) if i.task.id == "ne:mm"] == [0] * 6
+    # an equal input is another object: expanded on its own, to the same instances
+    assert expand(nested_psum()) == first
+    with pytest.raises(Tx8labError, match="multi_buffer=0"):
+        expand(inp, 0)
+
+
 def test_in_place_result_lives_in_its_source_memory() -> None:
     relu = [i for i in expand(in_place_loop()) if i.task.id == "ct:relu"]
     assert [(u.buffer, u.root, u.generation, u.copy) for i in relu for u in i.writes] == [

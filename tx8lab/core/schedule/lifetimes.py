@@ -59,6 +59,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from tx8lab._bulk import constructor
 from tx8lab.core.schedule.sw_pipeline import expand
 from tx8lab.core.schedule.tasks import Lifetime, ScheduleInput, Timeline
 from tx8lab.errors import Tx8labError
@@ -91,18 +92,23 @@ def buffer_life(timeline: Timeline, inp: ScheduleInput) -> list[Lifetime]:
     generations: dict[str, int] = {}
     imm_runs: dict[str, int] = {}
     raw: list[tuple[str, tuple[str, int], int]] = []  # (kind, label key, step or position)
+    nbytes = {b: buf.bytes for b, buf in inp.buffers.items()}
+    steps: list[int] = []
     for n, inst in enumerate(instances):
-        s = step.get(inst.key)
+        s = step.get((inst.task.id, inst.iteration))  # inst.key
         if s is None:
             raise Tx8labError(
                 f"group {inp.group_id}: task {inst.task.id!r} at iteration "
                 f"{list(inst.iteration)} is missing from the timeline"
             )
+        steps.append(s)
         for u in inst.writes:
             key = (u.root, u.generation)
-            first.setdefault(key, n)
-            produced.setdefault(key, s)
-            generations[u.root] = max(generations.get(u.root, 0), u.generation + 1)
+            if key not in first:
+                first[key] = n
+                produced[key] = s
+            if generations.get(u.root, 0) < u.generation + 1:
+                generations[u.root] = u.generation + 1
         for u in (*inst.reads, *inst.writes):
             key = (u.root, u.generation)
             if s < produced[key]:
@@ -111,24 +117,33 @@ def buffer_life(timeline: Timeline, inp: ScheduleInput) -> list[Lifetime]:
                     f"{list(inst.iteration)} uses {u.buffer!r} in step {s}, before its "
                     f"producer's step {produced[key]}; the timeline breaks a dependence"
                 )
-            size[key] = max(size.get(key, 0), inp.buffers[u.buffer].bytes)
+            held = nbytes[u.buffer]
+            if size.get(key, 0) < held:
+                size[key] = held
             raw.append(("value", key, n))
         for b in inst.imm:
             run = imm_runs.get(b, 0)
             imm_runs[b] = run + 1
             raw.append(("imm", (b, run), s))
-    spans = _Spans([step[inst.key] for inst in instances])
+    bounds = _Spans(steps).bounds
+    labels: dict[tuple[str, int], str] = {}
     out: list[Lifetime] = []
     for kind, key, s in raw:
         name, index = key
         if kind == "imm":
             label = name if imm_runs[name] == 1 else f"{name}@{index}"
-            out.append(Lifetime(label, s, s + 1, inp.buffers[name].bytes, name))
+            out.append(_new_lifetime(label, s, s + 1, nbytes[name], name))
         else:
-            label = name if generations[name] == 1 else f"{name}@{index}"
-            lower, upper = spans.bounds(first[key], s)
-            out.append(Lifetime(label, lower, upper + 1, size[key], name))
+            version = labels.get(key)  # one label per version, read many times
+            if version is None:
+                version = labels[key] = name if generations[name] == 1 else f"{name}@{index}"
+            lower, upper = bounds(first[key], s)
+            out.append(_new_lifetime(version, lower, upper + 1, size[key], name))
     return out
+
+
+#: ``Lifetime`` from every field, positionally (one per access of a task instance).
+_new_lifetime = constructor(Lifetime)
 
 
 class _Spans:
@@ -136,23 +151,24 @@ class _Spans:
 
     def __init__(self, steps: Sequence[int]) -> None:
         base = np.asarray(steps, dtype=np.int64)
-        self.low = [base]
-        self.high = [base]
+        low = [base]
+        high = [base]
         width = 1
         while 2 * width <= len(base):
-            lo, hi = self.low[-1], self.high[-1]
-            self.low.append(np.minimum(lo[:-width], lo[width:]))
-            self.high.append(np.maximum(hi[:-width], hi[width:]))
+            lo, hi = low[-1], high[-1]
+            low.append(np.minimum(lo[:-width], lo[width:]))
+            high.append(np.maximum(hi[:-width], hi[width:]))
             width *= 2
+        # read back one element at a time: plain lists index faster than arrays
+        self.low: list[list[int]] = [level.tolist() for level in low]
+        self.high: list[list[int]] = [level.tolist() for level in high]
 
     def bounds(self, first: int, last: int) -> tuple[int, int]:
         """(min, max) step of the instances ``first .. last`` (inclusive)."""
         k = (last - first + 1).bit_length() - 1
         end = last - (1 << k) + 1
-        return (
-            int(min(self.low[k][first], self.low[k][end])),
-            int(max(self.high[k][first], self.high[k][end])),
-        )
+        low, high = self.low[k], self.high[k]
+        return min(low[first], low[end]), max(high[first], high[end])
 
 
 def merge_overlap(intervals: Sequence[Lifetime]) -> list[Lifetime]:
@@ -176,7 +192,9 @@ def merge_overlap(intervals: Sequence[Lifetime]) -> list[Lifetime]:
         active = kept[-1] if kept else None
         if active is not None and lt.lower >= active.lower and lt.upper <= active.upper:
             if lt.size > active.size:
-                kept[-1] = Lifetime(active.id, active.lower, active.upper, lt.size, active.buffer)
+                kept[-1] = _new_lifetime(
+                    active.id, active.lower, active.upper, lt.size, active.buffer
+                )
             continue
         kept.append(lt)
     return kept
@@ -194,7 +212,7 @@ def buffer_merge(lifetimes: Iterable[Lifetime]) -> list[Lifetime]:
     for label, intervals in by_label.items():
         for n, lt in enumerate(merge_overlap(intervals)):
             name = label if n == 0 else f"{label}/{n}"
-            out.append(Lifetime(name, lt.lower, lt.upper, lt.size, lt.buffer))
+            out.append(_new_lifetime(name, lt.lower, lt.upper, lt.size, lt.buffer))
     ids = {lt.id for lt in out}
     if len(ids) != len(out):
         clash = sorted(i for i in ids if sum(lt.id == i for lt in out) > 1)

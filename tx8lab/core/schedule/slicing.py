@@ -277,8 +277,99 @@ class _Body:
         self._link()
         # the op library's answers for the body's ops, kept for the body's lifetime
         self._slices: dict[tuple[int, OpStrategy], SliceShape] = {}
-        self._costs: dict[tuple[int, SliceShape, ChipConfig, int], hwcost.Cost] = {}
-        self._moves: dict[tuple[str, int, ChipConfig, int], hwcost.Cost] = {}
+        self._costs: dict[tuple[int, SliceShape, int, int], hwcost.Cost] = {}
+        self._moves: dict[tuple[str, int, int, int], hwcost.Cost] = {}
+        self.steps = self._steps()
+        """What :func:`_items` reads of each body op, whatever the strategy."""
+        self.values = {
+            key: (op, f"%{op.id}" if r == 0 else f"%{op.id}:{r}", op.results[r].type.dtype)
+            for key, (op, r) in self.producer.items()
+        }
+        """Value -> its producer, its buffer id and its element type (:func:`_buffers`)."""
+        self.layouts = {op.id: op_layout(op) for op in self.ops}
+        self.in_place = {op.id: self._in_place(op) for op in self.compute}
+        """Compute op -> (operand 0's value, its result) when its result may take operand
+        0's buffer as far as the body says (:func:`_buffers` checks the rest)."""
+        self._imm: dict[tuple[int, SliceShape], int] = {}
+        self.gathers = [op for op in self.ops if op.kind == "tx8be.Gather" and op.operands]
+        self.roots = {
+            op.id: tuple(self.group_dim[(op.id, i)] for i in range(len(self.dims[op.id])))
+            for op in self.compute
+        }
+        """Compute op -> the group dim of each iteration dim."""
+        self.loops = {o: tuple(self.loop_of[r] for r in roots) for o, roots in self.roots.items()}
+        """Compute op -> the loop of each iteration dim."""
+        self.read_whole_dims = {
+            o: [(i, self.read_whole[r]) for i, r in enumerate(roots) if r in self.read_whole]
+            for o, roots in self.roots.items()
+        }
+        """Compute op -> its dims that another op reads whole (with that op and value)."""
+        self.reductions: dict[tuple[Any, ...], NocReduce] = {}
+        """:func:`_noc_reduce`'s answers by what they depend on."""
+        self._chips: list[ChipConfig] = []
+        """The chips it was sliced for: a memo key holds a chip's index here (hashing a
+        chip config walks all its fields)."""
+        self.timed: dict[tuple[Any, ...], tuple[int, str]] = {}
+        """A task's (cycles, explain) by what they depend on (:func:`_build`)."""
+
+    def chip(self, hw: ChipConfig) -> int:
+        """A small key of ``hw`` for the memos (the same chip object, the same key)."""
+        for i, known in enumerate(self._chips):
+            if known is hw:
+                return i
+        self._chips.append(hw)
+        return len(self._chips) - 1
+
+    def _in_place(self, op: Op) -> tuple[ValueKey, ValueKey] | None:
+        if not op.operands or not get_op_def(op.kind).op_attr(op).mem_inplace:
+            return None
+        src = self.resolve(op.operands[0].key)
+        if src in self.clobbers:
+            return None  # an overwritten operand's bytes are the kernel's scratch, not the result's
+        sole_reader = [u for u, _ in self.users.get(src, []) if u.kind not in TERMINATORS]
+        if len({u.id for u in sole_reader}) != 1:
+            return None
+        return src, op.results[0].key
+
+    def imm_bytes(self, op: Op, piece: SliceShape) -> int:
+        """The op library's ``imm_bytes`` of body op ``op`` on one ``piece``."""
+        key = (op.id, piece)
+        got = self._imm.get(key)
+        if got is None:
+            got = self._imm[key] = get_op_def(op.kind).imm_bytes(op, piece)
+        return got
+
+    def _steps(self) -> list[tuple[Any, ...]]:
+        """What :func:`_items` reads of each body op that becomes a task, in order.
+
+        ``("ld", op, key, shape, readers, clobbered by)``, ``("st", op, key)`` or
+        ``("op", op, engine, operands, results, clobbers)``.
+        """
+        out: list[tuple[Any, ...]] = []
+        for op in self.ops:
+            if op.kind in _LOADS:
+                if op.attrs.get("bypasscodegen"):
+                    continue
+                key = op.results[0].key
+                users = tuple(self.compute_users(key))
+                clobbered_by = tuple(b.id for b, _ in self.clobbers.get(key, ()))
+                out.append(("ld", op, key, op.results[0].type.shape, users, clobbered_by))
+            elif op.kind in _STORES:
+                key = self.resolve(op.operands[0].key)
+                if key in self.spm:
+                    out.append(("st", op, key))
+            elif op.id in self.dims:
+                engine = _ENGINE[get_op_def(op.kind).op_attr(op).engine]
+                operands = tuple(
+                    (j, self.resolve(v.key), self.resolve(v.key) in self.spm, v.is_arg)
+                    for j, v in enumerate(op.operands)
+                )
+                reads = list(dict.fromkeys(k for _, k, spm, _ in operands if spm))
+                clobbers = tuple(
+                    k for k in reads if any(b.id == op.id for b, _ in self.clobbers.get(k, ()))
+                )
+                out.append(("op", op, engine, operands, tuple(op.results), clobbers))
+        return out
 
     def slice_shape(self, op: Op, strategy: OpStrategy) -> SliceShape:
         """The op library's ``temporal_slice_shape`` of body op ``op`` under ``strategy``."""
@@ -293,7 +384,7 @@ class _Body:
 
     def op_cost(self, op: Op, piece: SliceShape, hw: ChipConfig, tiles: int) -> hwcost.Cost:
         """The op library's cost of body op ``op`` on one ``piece``."""
-        key = (op.id, piece, hw, tiles)
+        key = (op.id, piece, self.chip(hw), tiles)
         got = self._costs.get(key)
         if got is None:
             got = self._costs[key] = get_op_def(op.kind).cost(op, piece, hw, tiles=tiles)
@@ -303,7 +394,7 @@ class _Body:
         self, engine: Literal["ld", "st"], moved: int, hw: ChipConfig, tiles: int
     ) -> hwcost.Cost:
         """``hw.cost.dma_cost`` of one load or store."""
-        key = (engine, moved, hw, tiles)
+        key = (engine, moved, self.chip(hw), tiles)
         got = self._moves.get(key)
         if got is None:
             got = self._moves[key] = hwcost.dma_cost(engine, moved, hw, active_tiles=tiles)
@@ -408,7 +499,7 @@ def _label(op: Op) -> str:
 
 
 def _plan(body: _Body, strategy: Strategy) -> SlicePlan:
-    known = {op.id for op in body.compute}
+    known = body.roots.keys()
     extra = sorted(set(strategy.ops) - known)
     if extra:
         raise Tx8labError(
@@ -424,10 +515,9 @@ def _plan(body: _Body, strategy: Strategy) -> SlicePlan:
                 "give one per compute op (or pass strategy=None for the default)"
             )
         slices[op.id] = body.slice_shape(op, st)
-        for i, shard in enumerate(st.shard):
-            whole = body.read_whole.get(body.group_dim[(op.id, i)])
-            if shard > 1 and whole is not None:
-                reader, key = whole
+        for i, (reader, key) in body.read_whole_dims[op.id]:
+            shard = st.shard[i]
+            if shard > 1:
                 raise Tx8labError(
                     f"group %{body.group.id}: {_label(op)} shards dim {body.dims[op.id][i].name} "
                     f"over {shard} tiles, but {_label(reader)} reads "
@@ -438,10 +528,10 @@ def _plan(body: _Body, strategy: Strategy) -> SlicePlan:
     # each group dim splits by one factor (or 1: that op takes it whole)
     factor: dict[tuple[int, int], tuple[int, tuple[int, int]]] = {}
     for op in body.compute:
-        for i, split in enumerate(strategy.ops[op.id].split):
+        splits = zip(strategy.ops[op.id].split, body.roots[op.id], strict=True)
+        for i, (split, root) in enumerate(splits):
             if split == 1:
                 continue
-            root = body.group_dim[(op.id, i)]
             seen = factor.get(root)
             if seen is None:
                 factor[root] = (split, (op.id, i))
@@ -462,9 +552,7 @@ def _plan(body: _Body, strategy: Strategy) -> SlicePlan:
     ops: dict[int, OpPlan] = {}
     for op in body.compute:
         st = strategy.ops[op.id]
-        n = len(body.dims[op.id])
-        loops = tuple(body.loop(op.id, i) for i in range(n))
-        roots = tuple(body.group_dim[(op.id, i)] for i in range(n))
+        loops, roots = body.loops[op.id], body.roots[op.id]
         varies = frozenset(loop for loop, s in zip(loops, st.split, strict=True) if s > 1)
         in_slots = frozenset(slot_of[r] for r, s in zip(roots, st.split, strict=True) if s > 1)
         ops[op.id] = OpPlan(
@@ -641,25 +729,23 @@ class _Item:
 
 def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
     items: list[_Item] = []
-    gathers = gather_readers(body.group, {i: p.slice for i, p in plan.ops.items()})
+    gathers = gather_readers(body.group, {i: p.slice for i, p in plan.ops.items()}, body.gathers)
     # each op's slice with one loop's splits undone, shared by its operands and results
     memo: dict[tuple[int, int], SliceShape] = {}
-    for op in body.ops:
-        if op.kind in _LOADS:
-            if op.attrs.get("bypasscodegen"):
-                continue
-            key = op.results[0].key
-            shape: tuple[int, ...] = op.results[0].type.shape
-            readers = body.compute_users(key)
+    ops, slots = plan.ops, plan.slots
+    for step in body.steps:
+        what, op = step[0], step[1]
+        if what == "ld":
+            _, _, key, shape, readers, clobbered_by = step
             varies: frozenset[int] = frozenset()
             if readers:
                 shape = (0,) * len(shape)
                 for user, j in readers:
-                    got = plan.ops[user.id].slice.operands[j]
+                    got = ops[user.id].slice.operands[j]
                     shape = tuple(max(a, b) for a, b in zip(shape, got, strict=True))
-                    varies |= _varies(body, user, plan.ops[user.id], j, plan.slots, memo)
+                    varies |= _varies(body, user, ops[user.id], j, slots, memo)
             # a value some kernel overwrites is reloaded every time that op runs
-            placed = varies.union(*(plan.ops[b.id].slots for b, _ in body.clobbers.get(key, ())))
+            placed = varies.union(*(ops[b].slots for b in clobbered_by))
             indices: list[ValueKey] = []
             shapes: dict[ValueKey, tuple[int, ...]] = {key: shape}
             picker = gathers.get(key)
@@ -669,46 +755,42 @@ def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
                 index_key = body.resolve(picker.operands[1].key)
                 if index_key in body.spm:
                     indices.append(index_key)
-                    shapes[index_key] = plan.ops[picker.id].slice.operands[1]
-                placed |= _varies(body, picker, plan.ops[picker.id], 1, plan.slots, memo)
+                    shapes[index_key] = ops[picker.id].slice.operands[1]
+                placed |= _varies(body, picker, ops[picker.id], 1, slots, memo)
             items.append(
                 _Item(op, "ld", placed, indices, [key], shapes, value_varies={key: varies})
             )
-        elif op.kind in _STORES:
-            key = body.resolve(op.operands[0].key)
-            if key not in body.spm:
-                continue
+        elif what == "st":
+            key = step[2]
             prod, r = body.producer[key]
-            if prod.id in plan.ops:
-                shape = plan.ops[prod.id].slice.results[r]
-                varies = _varies(body, prod, plan.ops[prod.id], r, plan.slots, memo, result=True)
+            if prod.id in ops:
+                shape = ops[prod.id].slice.results[r]
+                varies = _varies(body, prod, ops[prod.id], r, slots, memo, result=True)
             else:
                 load = next(it for it in items if it.op.id == prod.id)
                 shape, varies = load.shapes[key], load.varies
             items.append(_Item(op, "st", varies, [key], [], {key: shape}))
-        elif op.id in plan.ops:
-            p = plan.ops[op.id]
-            engine = _ENGINE[get_op_def(op.kind).op_attr(op).engine]
+        elif op.id in ops:
+            _, _, engine, operands, results, clobbers = step
+            p = ops[op.id]
+            pieces = p.slice.operands
             reads: list[ValueKey] = []
             shapes = {}
-            for j, v in enumerate(op.operands):
-                key = body.resolve(v.key)
-                if key in body.spm:
-                    if key not in reads:
+            for j, key, spm, is_arg in operands:
+                if spm:
+                    old = shapes.get(key)
+                    if old is None:
                         reads.append(key)
-                    old = shapes.get(key, p.slice.operands[j])
-                    shapes[key] = tuple(
-                        max(a, b) for a, b in zip(old, p.slice.operands[j], strict=True)
-                    )
-                elif v.is_arg:
+                        shapes[key] = pieces[j]
+                    else:
+                        shapes[key] = tuple(max(a, b) for a, b in zip(old, pieces[j], strict=True))
+                elif is_arg:
                     notes.append(f"{_label(op)} reads operand {j} from DDR (no load)")
-            writes = [r.key for r in op.results]
-            shapes.update({r.key: p.slice.results[r.index] for r in op.results})
+            writes = [r.key for r in results]
+            shapes.update({r.key: p.slice.results[r.index] for r in results})
             changes = {
-                r.key: _varies(body, op, p, r.index, plan.slots, memo, result=True)
-                for r in op.results
+                r.key: _varies(body, op, p, r.index, slots, memo, result=True) for r in results
             }
-            clobbers = [k for k in reads if any(b.id == op.id for b, _ in body.clobbers.get(k, ()))]
             items.append(
                 _Item(
                     op,
@@ -718,7 +800,7 @@ def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
                     writes,
                     shapes,
                     value_varies=changes,
-                    clobbers=clobbers,
+                    clobbers=list(clobbers),
                 )
             )
             if noc_ways(p.dims, p.strategy) > 1:
@@ -740,15 +822,18 @@ def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
     return _gathers_after_their_indices(items)
 
 
-def gather_readers(group: Op, slices: Mapping[int, SliceShape]) -> dict[ValueKey, Op]:
+def gather_readers(
+    group: Op, slices: Mapping[int, SliceShape], gathers: Sequence[Op] | None = None
+) -> dict[ValueKey, Op]:
     """Table value -> the Gather that reads only some of its rows (its slices ``slices``).
 
     The op library's ``Gather.operand_slice`` keeps the rows the slice's indices select
     (seed rdmaGather): that load brings exactly those rows, picked by the index values.
     A Gather whose indices reach as many rows as the table has takes it whole.
+    ``gathers``: the body's Gather ops, when the caller has them.
     """
     out: dict[ValueKey, Op] = {}
-    for op in group.regions[0].ops:
+    for op in group.regions[0].ops if gathers is None else gathers:
         if op.kind != "tx8be.Gather" or op.id not in slices or not op.operands:
             continue
         table = op.operands[0].type
@@ -929,11 +1014,9 @@ def _buffers(
     buffers: dict[str, Buffer] = {}
     in_loop: dict[str, bool] = {}
     for key, it in writer.items():
-        op, r = body.producer[key]
-        name = f"%{op.id}" if r == 0 else f"%{op.id}:{r}"
+        op, name, dtype = body.values[key]
         names[key] = name
-        ttype = op.results[r].type
-        shape = it.shapes[key]
+        shape = own = it.shapes[key]
         chunks = 1
         chunk_loops = 0
         for reader in readers.get(key, []):
@@ -952,28 +1035,25 @@ def _buffers(
             chunks = max(chunks, extra)
             if extra > 1:
                 chunk_loops = max(chunk_loops, len(it.path) - common)
-        layout = op_layout(op)
-        size = max(
-            value_bytes(shape, ttype.dtype, layout),
-            chunks * value_bytes(it.shapes[key], ttype.dtype, layout),
-        )
+        layout = body.layouts[op.id]
+        piece = value_bytes(own, dtype, layout)
+        whole = piece if shape == own else value_bytes(shape, dtype, layout)
+        size = max(whole, chunks * piece)
         buffers[name] = Buffer(name, op.id, _align(size, align), chunk_loops=chunk_loops)
         in_loop[name] = bool(it.path)
     # in place: a mem_inplace op's result reuses operand 0's buffer
     for it in items:
-        op = it.op
-        if it.engine in ("ld", "st") or not op.operands:
+        if it.engine in ("ld", "st"):
             continue
-        if not get_op_def(op.kind).op_attr(op).mem_inplace:
+        pair = body.in_place.get(it.op.id)
+        if pair is None:
             continue
-        src = body.resolve(op.operands[0].key)
-        dst = op.results[0].key
-        if src not in names or dst not in names or src in body.clobbers:
-            continue  # an overwritten operand's bytes are the kernel's scratch, not the result's
-        sole_reader = [u for u, _ in body.users.get(src, []) if u.kind not in TERMINATORS]
+        src, dst = pair
+        if src not in names or dst not in names:
+            continue
         same_loop = writer[src].path == it.path
         a, b = buffers[names[src]], buffers[names[dst]]
-        if len({u.id for u in sole_reader}) == 1 and same_loop and a.bytes == b.bytes:
+        if same_loop and a.bytes == b.bytes:
             buffers[b.id] = Buffer(b.id, b.op_id, b.bytes, "value", a.id)
     # scratch and partial sums
     for it in items:
@@ -987,7 +1067,7 @@ def _buffers(
                 in_loop[name] = False
             continue
         p = plan.ops[it.op.id]
-        imm = get_op_def(it.op.kind).imm_bytes(it.op, p.slice)
+        imm = body.imm_bytes(it.op, p.slice)
         if imm:
             name = f"%{it.op.id}.imm"
             buffers[name] = Buffer(name, it.op.id, _align(imm, align), "imm")
@@ -1060,6 +1140,7 @@ def _build(
     }
     buffers, names, _ = _buffers(body, plan, items, hw, reductions)
     tiles = plan.tiles
+    chip = body.chip(hw)
 
     def task(it: _Item, stage: str) -> Task:
         reads = tuple(names[k] for k in it.reads if k in names)
@@ -1088,8 +1169,18 @@ def _build(
             writes = (*writes, imm)
         cycles, text = 0, ""
         if with_cost:
-            c = _cost(body, plan, it, hw, tiles, buffers, names)
-            cycles, text = c.cycles, f"{it.id} {c.formula}"
+            # what the cost reads: the op's slice, or the slice a load or store moves (a
+            # shared load its chunk)
+            p = plan.ops.get(it.op.id)
+            piece = (
+                p.slice if p is not None else it.shapes[it.writes[0] if it.writes else it.reads[0]]
+            )
+            key = (it.op.id, it.engine, piece, tiles, chip, it.share)
+            got = body.timed.get(key)
+            if got is None:
+                c = _cost(body, plan, it, hw, tiles, buffers, names)
+                got = body.timed[key] = (c.cycles, f"{it.id} {c.formula}")
+            cycles, text = got
         return Task(it.id, it.op.id, it.engine, cycles, reads, writes, stage, text)
 
     def convert(nodes: list[Any], stage: str) -> tuple[Node, ...]:
@@ -1205,6 +1296,17 @@ def tile_order(
 
 
 def _noc_reduce(body: _Body, plan: SlicePlan, it: _Item, hw: ChipConfig) -> NocReduce:
+    # what the reduction depends on: every op's shard (the tile order), its result piece
+    p = plan.ops[it.op.id]
+    shards = tuple(q.strategy.shard for q in plan.ops.values())
+    key = (it.op.id, shards, p.slice.results[0], body.chip(hw))
+    got = body.reductions.get(key)
+    if got is None:
+        got = body.reductions[key] = _new_noc_reduce(body, plan, it, hw)
+    return got
+
+
+def _new_noc_reduce(body: _Body, plan: SlicePlan, it: _Item, hw: ChipConfig) -> NocReduce:
     op = it.op
     p = plan.ops[op.id]
     ways = noc_ways(p.dims, p.strategy)

@@ -63,6 +63,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from tx8lab._bulk import constructor
 from tx8lab.core.schedule.tasks import (
     ENGINES,
     Buffer,
@@ -82,7 +83,7 @@ Memory = tuple[str, int]
 _ENGINE_BIT: dict[str, int] = {e: 1 << i for i, e in enumerate(ENGINES)}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Use:
     """One buffer version a task instance reads or writes."""
 
@@ -101,7 +102,7 @@ class Use:
         return (self.root, self.copy)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Instance:
     """One execution of a :class:`Task` in the expanded program (program order)."""
 
@@ -117,6 +118,12 @@ class Instance:
     def key(self) -> tuple[str, tuple[int, ...]]:
         """``(task id, iteration)``: unique in a group."""
         return (self.task.id, self.iteration)
+
+
+#: ``Use`` / ``Instance`` from every field, positionally (one per task instance).
+_new_use = constructor(Use)
+_new_instance = constructor(Instance)
+_new_slot = constructor(Slot)
 
 
 def check_input(inp: ScheduleInput) -> dict[str, Task]:
@@ -188,8 +195,17 @@ def _chain_root(buffers: Mapping[str, Buffer], start: str, where: str) -> str:
     return current.id
 
 
+#: The last few expansions by input (identity) and multi_buffer: the software pipeline,
+#: buffer-life and the simulator's program each expand the same input in turn.
+_EXPANDED: dict[tuple[int, int], tuple[ScheduleInput, tuple[Instance, ...]]] = {}
+_EXPANDED_KEPT = 8
+
+
 def expand(inp: ScheduleInput, multi_buffer: int = 2) -> list[Instance]:
     """Every task instance in program order, with the buffer versions it reads and writes.
+
+    An input is frozen: the last few expansions are kept (by the input's identity) for the
+    next caller of the same input, who gets a list of its own.
 
     Examples:
         >>> from tx8lab.core.schedule.tasks import Buffer, Repeat, ScheduleInput, Task
@@ -198,8 +214,21 @@ def expand(inp: ScheduleInput, multi_buffer: int = 2) -> list[Instance]:
         >>> [(i.iteration, i.writes[0].copy) for i in expand(inp)]
         [((0,), 0), ((1,), 1)]
     """
+    key = (id(inp), multi_buffer)
+    kept = _EXPANDED.get(key)
+    if kept is not None and kept[0] is inp:
+        return list(kept[1])
     check_input(inp)
     _check_multi_buffer(multi_buffer)
+    out = _expand(inp, multi_buffer)
+    if len(_EXPANDED) >= _EXPANDED_KEPT:
+        del _EXPANDED[next(iter(_EXPANDED))]  # the oldest
+    _EXPANDED[key] = (inp, tuple(out))
+    return out
+
+
+def _expand(inp: ScheduleInput, multi_buffer: int) -> list[Instance]:
+    """:func:`expand` of a checked input."""
     buffers = inp.buffers
     current: dict[str, Use] = {}
     fresh: dict[str, int] = {}
@@ -215,41 +244,66 @@ def expand(inp: ScheduleInput, multi_buffer: int = 2) -> list[Instance]:
             )
         return use
 
+    # per task, what its reads and writes are whatever the iteration: (buffer, kind, the
+    # buffer it writes in place of or its chunk loops)
+    plans: dict[str, tuple[list[tuple[str, str]], list[tuple[str, str, str | None, int]]]] = {}
+
+    def plan(task: Task) -> tuple[list[tuple[str, str]], list[tuple[str, str, str | None, int]]]:
+        got = plans.get(task.id)
+        if got is None:
+            writes_set = set(task.writes)
+            read_plan = [
+                (
+                    b,
+                    "imm"
+                    if buffers[b].kind == "imm"
+                    else "psum"
+                    if buffers[b].kind == "psum" and b in writes_set
+                    else "value",
+                )
+                for b in task.reads
+            ]
+            write_plan: list[tuple[str, str, str | None, int]] = [
+                (b, buffers[b].kind, buffers[b].in_place_of, buffers[b].chunk_loops)
+                for b in task.writes
+            ]
+            plans[task.id] = (read_plan, write_plan)
+            return read_plan, write_plan
+        return got
+
     def run(task: Task, iteration: tuple[int, ...]) -> None:
         initial = not iteration or iteration[-1] == 0
-        writes_set = set(task.writes)
+        read_plan, write_plan = plan(task)
         reads: list[Use] = []
         imm: list[str] = []
-        for b in task.reads:
-            buf = buffers[b]
-            if buf.kind == "imm":
+        for b, kind in read_plan:
+            if kind == "imm":
                 imm.append(b)
-            elif not (buf.kind == "psum" and b in writes_set and initial):
-                u = version(task, b, iteration, "reads")
-                reads.append(Use(b, u.root, u.generation, u.copy))
+            elif not (kind == "psum" and initial):
+                u = current.get(b) or version(task, b, iteration, "reads")
+                reads.append(_new_use(b, u.root, u.generation, u.copy))
         read_set = {u.buffer for u in reads}
         writes: list[Use] = []
-        for b in task.writes:
-            buf = buffers[b]
-            if buf.kind == "imm":
+        for b, kind, in_place_of, chunk_loops in write_plan:
+            if kind == "imm":
                 if b not in imm:
                     imm.append(b)
                 continue
-            if buf.in_place_of is not None:
-                u = version(task, buf.in_place_of, iteration, "writes in place of")
-                use = Use(b, u.root, u.generation, u.copy)
-            elif b in read_set or (
-                b in current and buf.chunk_loops and any(iteration[-buf.chunk_loops :])
-            ):
+            if in_place_of is not None:
+                u = current.get(in_place_of) or version(
+                    task, in_place_of, iteration, "writes in place of"
+                )
+                use = _new_use(b, u.root, u.generation, u.copy)
+            elif b in read_set or (b in current and chunk_loops and any(iteration[-chunk_loops:])):
                 u = current[b]  # in place, or the next chunk of the version
-                use = Use(b, u.root, u.generation, u.copy)
+                use = _new_use(b, u.root, u.generation, u.copy)
             else:
                 g = fresh.get(b, 0)
                 fresh[b] = g + 1
-                use = Use(b, b, g, g % multi_buffer)
+                use = _new_use(b, b, g, g % multi_buffer)
             current[b] = use
             writes.append(use)
-        out.append(Instance(task, iteration, tuple(reads), tuple(writes), tuple(imm)))
+        out.append(_new_instance(task, iteration, tuple(reads), tuple(writes), tuple(imm)))
 
     def walk(nodes: Sequence[Node], iteration: tuple[int, ...]) -> None:
         for node in nodes:
@@ -284,21 +338,30 @@ class _Part:
         pos = len(self.frames)
         self.frames.append([inst])
         self.masks.append(_ENGINE_BIT[inst.task.engine])
+        last_read, last_write = self.last_read, self.last_write
         for u in inst.reads:
-            self.last_read[u.memory] = pos
+            last_read[(u.root, u.copy)] = pos  # u.memory
         for u in inst.writes:
-            self.last_write[u.memory] = pos
+            last_write[(u.root, u.copy)] = pos
 
 
 def _earliest(frame: Sequence[Instance], out: _Part) -> int:
     """First position of ``out`` this frame may share: after every conflicting access."""
     t = 0
-    lw, lr = out.last_write, out.last_read
+    lw, lr = out.last_write.get, out.last_read.get
     for inst in frame:
         for u in inst.reads:
-            t = max(t, lw.get(u.memory, -1) + 1)
+            at = lw((u.root, u.copy), -1) + 1  # after the last write of u.memory
+            if at > t:
+                t = at
         for u in inst.writes:
-            t = max(t, lw.get(u.memory, -1) + 1, lr.get(u.memory, -1) + 1)
+            m = (u.root, u.copy)
+            at = lw(m, -1) + 1
+            if at > t:
+                t = at
+            at = lr(m, -1) + 1
+            if at > t:
+                t = at
     return t
 
 
@@ -319,17 +382,18 @@ def get_retract(out: _Part, part: _Part) -> int:
 def do_retract(out: _Part, part: _Part, k: int) -> None:
     """The seed's doRetract: splice ``part`` after ``out``, its first ``k`` frames overlaid."""
     base = len(out.frames) - k
-    for j, frame in enumerate(part.frames):
-        if j < k:
-            out.frames[base + j].extend(frame)
-            out.masks[base + j] |= part.masks[j]
-        else:
-            out.frames.append(frame)
-            out.masks.append(part.masks[j])
-    for m, pos in part.last_read.items():
-        out.last_read[m] = max(out.last_read.get(m, -1), pos + base)
-    for m, pos in part.last_write.items():
-        out.last_write[m] = max(out.last_write.get(m, -1), pos + base)
+    frames, masks = out.frames, out.masks
+    for j in range(min(k, len(part.frames))):
+        frames[base + j].extend(part.frames[j])
+        masks[base + j] |= part.masks[j]
+    frames.extend(part.frames[k:])
+    masks.extend(part.masks[k:])
+    for mine, theirs in ((out.last_read, part.last_read), (out.last_write, part.last_write)):
+        get = mine.get
+        for m, pos in theirs.items():
+            pos += base
+            if get(m, -1) < pos:  # the later of the two
+                mine[m] = pos
     # each overlaid frame brings one instance never moved before (the one that opened it;
     # the others joined it at a lower level and were counted there)
     out.retracted += part.retracted + k
@@ -420,7 +484,7 @@ def sw_pipeline(
             inst = step.get(engine)
             if inst is not None:
                 slots.append(
-                    Slot(inst.task.id, inst.iteration, engine, index, t, t + inst.task.cycles)
+                    _new_slot(inst.task.id, inst.iteration, engine, index, t, t + inst.task.cycles)
                 )
         t += max(i.task.cycles for i in step.values()) + step_overhead_cycles
     return Timeline(

@@ -149,7 +149,7 @@ class NocReduce:
     shared load (then ``groups`` are its share groups and nothing is staged)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Slot:
     """One task instance in the timeline."""
 
@@ -181,7 +181,7 @@ class Timeline:
     """Buffers per looping value the pipeline assumed (buffer-life reads it back)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Lifetime:
     """A buffer's live interval for the allocator (MiniMalloc's row)."""
 
