@@ -379,3 +379,23 @@ def test_one_all_reduce_is_simulated_once_whatever_the_piece_shape(
     # other tiles are another all-reduce
     slicing._noc_choice((1, 64, 64), "f16", "Tensor", 4, groups, tuple(range(8, 16)), HW)
     assert calls == [8192, 8192]
+
+
+def test_only_strategies_that_read_a_load_alike_get_a_shared_twin() -> None:
+    from tx8lab.core.schedule.slicing import replicates_a_load
+    from tx8lab.core.schedule.tasks import OpStrategy, Strategy
+
+    module = _scheduled(False, module=_matmul(64, 1024, 256))
+    group = next(
+        g for g in groups_of(module) if any(o.kind == "tx8be.MatMul" for o in g.regions[0].ops)
+    )
+    mm = next(o for o in group.regions[0].ops if o.kind == "tx8be.MatMul")
+    # (B, M, N, K): rows over 4 tiles -> the weight (K, N) is read alike by 4 tiles
+    rows = Strategy({mm.id: OpStrategy((1, 4, 4, 1), (1, 1, 1, 1))})
+    # columns over 16 tiles: each reads its own weight columns, but x (B, M, K) does not
+    # depend on N, so all 16 read x alike
+    cols = Strategy({mm.id: OpStrategy((1, 1, 16, 1), (1, 1, 1, 1))})
+    whole = Strategy({mm.id: OpStrategy((1, 1, 1, 1), (1, 1, 1, 1))})
+    assert replicates_a_load(group, rows)
+    assert replicates_a_load(group, cols)
+    assert not replicates_a_load(group, whole)

@@ -97,7 +97,8 @@ Readings chosen where the seed is vague:
   Producers of a K-sharded operand are not asked to cut K (they compute it whole and
   each tile reads its share).
 - **Shared loads** (``noc=True``). Then the ``SHARE_TOP`` plain candidates the plan ranks
-  best (every OK plain one in ``exhaustive``) run again with ``Strategy.share``: slicing
+  best (every OK plain one in ``exhaustive``) among those some load of which several
+  tiles read alike (``slicing.replicates_a_load``) run again with ``Strategy.share``: slicing
   shares each load whose chunk plus all-gather beats every tile loading it (slicing's
   **Shared loads**). A twin where no load is worth sharing is a ``duplicate``; the others
   say ``comm == "share"``. The space counts a twin per plain candidate.
@@ -156,6 +157,7 @@ from tx8lab.core.schedule.slicing import (
     default_strategy,
     engine_busy_cycles,
     group_tile_budget,
+    replicates_a_load,
     schedule_live_bytes,
     unsplit_strategy,
 )
@@ -794,6 +796,7 @@ class _Search:
             (c for c in self.rows if c.status == "OK" and c.comm == "none" and c.strategy),
             key=lambda c: (c.cycles or 0, c.index),
         )
+        plain = [c for c in plain if c.strategy and replicates_a_load(self.group, c.strategy)]
         for c in plain if self.mode == "exhaustive" else plain[:SHARE_TOP]:
             assert c.strategy is not None
             strategy = dataclasses.replace(c.strategy, share=True)

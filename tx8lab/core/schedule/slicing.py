@@ -1359,6 +1359,33 @@ def _tile_groups(
     return tuple(tuple(g[k] for k in sorted(g)) for _, g in sorted(members.items()))
 
 
+def replicates_a_load(group_op: Op, strategy: Strategy) -> bool:
+    """Whether some load of the group is read alike by several tiles under ``strategy``.
+
+    A load (not read in place) whose one compute reader shards an iteration dim the
+    operand does not depend on: the only loads **Shared loads** may share, read from
+    the IR alone (no slicing), so a search skips twins that could share nothing.
+    """
+    body = [op for op in group_op.regions[0].ops if op.kind not in TERMINATORS]
+    readers: dict[ValueKey, list[tuple[Op, int]]] = {}
+    for op in body:
+        if op.id in strategy.ops:
+            for j, v in enumerate(op.operands):
+                readers.setdefault(v.key, []).append((op, j))
+    for op in body:
+        if op.kind not in _LOADS or op.attrs.get("bypasscodegen"):
+            continue
+        users = readers.get(op.results[0].key, [])
+        if len(users) != 1:
+            continue
+        user, j = users[0]
+        mapped = {m for m in get_op_def(user.kind).operand_dims(user)[j] if m is not None}
+        shard = strategy.ops[user.id].shard
+        if math.prod(s for i, s in enumerate(shard) if i not in mapped) > 1:
+            return True
+    return False
+
+
 def _with_shares(
     body: _Body, plan: SlicePlan, items: list[_Item], hw: ChipConfig
 ) -> tuple[list[_Item], dict[int, NocReduce]]:
@@ -1891,6 +1918,7 @@ __all__ = [
     "noc_ways",
     "plan_group",
     "region_tiles",
+    "replicates_a_load",
     "schedule_input",
     "schedule_live_bytes",
     "strategy_table",
