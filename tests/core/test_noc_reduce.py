@@ -399,3 +399,15 @@ def test_only_strategies_that_read_a_load_alike_get_a_shared_twin() -> None:
     assert replicates_a_load(group, rows)
     assert replicates_a_load(group, cols)
     assert not replicates_a_load(group, whole)
+
+
+def test_the_html_report_names_the_groups_that_talk() -> None:
+    from tx8lab.widgets.report_html import group_table
+
+    knobs = {"group-cost.noc": True}
+    steps = list(run_pipeline(_matmul(64, 1024, 256), build_pipeline(None, knobs), HW))
+    entries = next(s for s in steps if s.name == "group-cost").result.artifacts["groups"]
+    df = group_table({"groups": entries})
+    talking = [t for t in df["NoC"] if t]
+    (entry,) = [e for e in entries if e["comm"] != "none"]
+    assert talking == [f"share, {entry['noc_saved_cycles']:,} saved"]

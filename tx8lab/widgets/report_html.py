@@ -138,9 +138,22 @@ def _loops_text(loops: Mapping[str, int] | None) -> str:
     return ", ".join(looping) or "none"
 
 
+def _noc_text(group: Mapping[str, Any]) -> str:
+    """``share, 5,465 saved`` for a group that talks over the NoC (group-cost ``noc``)."""
+    comm = group.get("comm", "none")
+    if comm == "none":
+        return ""
+    saved = group.get("noc_saved_cycles")
+    return str(comm) + (f", {saved:,} saved" if isinstance(saved, int) else "")
+
+
 def group_table(report: Mapping[str, Any]) -> pd.DataFrame:
-    """One row per group of ``report["groups"]``: id, rule, ops, tiles, cycles, SPM, engine."""
-    columns = ["id", "rule", "ops", "tiles", "cycles", "SPM peak B", "limited by", "loops"]
+    """One row per group of ``report["groups"]``: id, rule, ops, tiles, cycles, SPM, engine.
+
+    ``NoC``: the group's communication (``k-reduce`` / ``share``) and the cycles it saved
+    against the best non-communicating candidate the search ranked.
+    """
+    columns = ["id", "rule", "ops", "tiles", "cycles", "SPM peak B", "limited by", "loops", "NoC"]
     return pd.DataFrame.from_records(
         [
             {
@@ -152,6 +165,7 @@ def group_table(report: Mapping[str, Any]) -> pd.DataFrame:
                 "SPM peak B": g.get("spm_peak_bytes", ""),
                 "limited by": g.get("limiting_engine", ""),
                 "loops": _loops_text(g.get("loops")),
+                "NoC": _noc_text(g),
             }
             for g in report.get("groups", [])
         ],
