@@ -46,7 +46,7 @@ class Strategy:
     """Buffers per looping value (2 = double buffering; 1 = none)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Buffer:
     """One SPM buffer (seed ValueBuffer/BufferLabel) on one tile."""
 
@@ -65,7 +65,7 @@ class Buffer:
     fresh only when each of those loops is at index 0."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Task:
     """One pipeline op: one slice of an IR op (or a load/store of one) on one engine."""
 
@@ -84,7 +84,7 @@ class Task:
     """The cost formula with its numbers (``hw.cost.explain``)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Repeat:
     """A loop in the init pipeline (seed ``PipelineOpsBase`` with ``repeatTimes``)."""
 
