@@ -111,6 +111,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from tx8lab._bulk import constructor
 from tx8lab.core.attrs import Engine as OpEngine
 from tx8lab.core.attrs import LayoutMode
 from tx8lab.core.grouping import is_compute
@@ -1039,7 +1040,7 @@ def _buffers(
         piece = value_bytes(own, dtype, layout)
         whole = piece if shape == own else value_bytes(shape, dtype, layout)
         size = max(whole, chunks * piece)
-        buffers[name] = Buffer(name, op.id, _align(size, align), chunk_loops=chunk_loops)
+        buffers[name] = _new_buffer(name, op.id, _align(size, align), "value", None, chunk_loops)
         in_loop[name] = bool(it.path)
     # in place: a mem_inplace op's result reuses operand 0's buffer
     for it in items:
@@ -1078,6 +1079,11 @@ def _buffers(
             buffers[name] = Buffer(name, it.op.id, _align(size, align), "psum")
             in_loop[name] = False
     return buffers, names, in_loop
+
+
+#: ``Task`` / ``Buffer`` from every field, positionally (one per task of every candidate).
+_new_task = constructor(Task)
+_new_buffer = constructor(Buffer)
 
 
 def _align(size: int, align: int) -> int:
@@ -1160,7 +1166,7 @@ def _build(
                 f"(simulated, {len(red.groups)} groups at once): {red.cycles:,} cycles; "
                 + ", ".join(f"{p} {c:,}" for p, c in red.alternatives)
             )
-            return Task(it.id, it.op.id, it.engine, red.cycles, reads, writes, stage, text)
+            return _new_task(it.id, it.op.id, it.engine, red.cycles, reads, writes, stage, text)
         psum = f"%{it.op.id}.psum"
         imm = f"%{it.op.id}.imm"
         if psum in buffers:
@@ -1181,7 +1187,7 @@ def _build(
                 c = _cost(body, plan, it, hw, tiles, buffers, names)
                 got = body.timed[key] = (c.cycles, f"{it.id} {c.formula}")
             cycles, text = got
-        return Task(it.id, it.op.id, it.engine, cycles, reads, writes, stage, text)
+        return _new_task(it.id, it.op.id, it.engine, cycles, reads, writes, stage, text)
 
     def convert(nodes: list[Any], stage: str) -> tuple[Node, ...]:
         out: list[Node] = []

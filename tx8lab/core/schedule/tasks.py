@@ -50,7 +50,7 @@ class Strategy:
     **Shared loads**)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Buffer:
     """One SPM buffer (seed ValueBuffer/BufferLabel) on one tile."""
 
@@ -69,7 +69,7 @@ class Buffer:
     fresh only when each of those loops is at index 0."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Task:
     """One pipeline op: one slice of an IR op (or a load/store of one) on one engine."""
 
@@ -88,7 +88,7 @@ class Task:
     """The cost formula with its numbers (``hw.cost.explain``)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Repeat:
     """A loop in the init pipeline (seed ``PipelineOpsBase`` with ``repeatTimes``)."""
 
