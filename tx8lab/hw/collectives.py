@@ -56,6 +56,7 @@ receives in the order of :func:`allreduce_plan`.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -305,11 +306,21 @@ class AllReducePlan:
         Each with its index in :attr:`transfers` (what names it on both sides).
         """
         out: list[tuple[int, Transfer]] = []
-        for r in sorted({t.round for t in self.transfers}):
-            now = [(k, t) for k, t in enumerate(self.transfers) if t.round == r]
+        for now in self._rounds:
             out += [(k, t) for k, t in now if t.src == position]
             out += [(k, t) for k, t in now if t.dst == position]
         return out
+
+    @functools.cached_property
+    def _rounds(self) -> tuple[tuple[tuple[int, Transfer], ...], ...]:
+        """Each round's transfers with their indices, rounds in order.
+
+        Every position of the plan reads them (:meth:`steps`).
+        """
+        by_round: dict[int, list[tuple[int, Transfer]]] = {}
+        for k, t in enumerate(self.transfers):
+            by_round.setdefault(t.round, []).append((k, t))
+        return tuple(tuple(by_round[r]) for r in sorted(by_round))
 
 
 def allreduce_plan(n: int, pattern: Pattern) -> AllReducePlan:
@@ -323,6 +334,14 @@ def allreduce_plan(n: int, pattern: Pattern) -> AllReducePlan:
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 2:
         raise Tx8labError(f"all-reduce: needs at least 2 tiles, got {n!r}")
+    if pattern not in PATTERNS:
+        raise Tx8labError(f"all-reduce: unknown pattern {pattern!r}; use one of {PATTERNS}")
+    return _allreduce_plan(n, pattern)
+
+
+@functools.lru_cache(maxsize=256)
+def _allreduce_plan(n: int, pattern: Pattern) -> AllReducePlan:
+    """:func:`allreduce_plan` of checked arguments, kept (a plan is frozen)."""
     out: list[Transfer] = []
     if pattern == "direct":
         out += [Transfer(0, p, 0, 0, p - 1) for p in range(1, n)]
