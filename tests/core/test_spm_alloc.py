@@ -256,7 +256,11 @@ def test_the_search_finds_the_optimum_and_proves_nothing_lower(
 def test_first_fit_walks_lists_and_arrays_alike(
     case: tuple[list[Lifetime], dict[str, int]], rng: Any
 ) -> None:
-    """A few lifetimes take the plain-list walk, many numpy's: the same offsets."""
+    """Every walk of first fit gives the same offsets.
+
+    Orders by start time take the sweep, other orders of a few lifetimes the plain-list
+    walk, of many numpy's.
+    """
     lts, align = case
     order = list(range(len(lts)))
     rng.shuffle(order)
@@ -264,14 +268,18 @@ def test_first_fit_walks_lists_and_arrays_alike(
         want = spm_alloc._first_fit_arrays(lts, walk, align)
         assert spm_alloc._first_fit_small(lts, walk, align) == want
         assert first_fit(lts, walk, align) == want
+    # by start time, ties either way round: the sweep
+    for by_start in (seed_order(lts), sorted(order, key=lambda i: (lts[i].lower, -i))):
+        want = spm_alloc._first_fit_arrays(lts, by_start, align)
+        assert spm_alloc._first_fit_by_start(lts, by_start, align) == want
     many = [
         Lifetime(f"{lt.id}.{k}", lt.lower + 3 * k, lt.upper + 3 * k, lt.size)
         for k in range(spm_alloc._SMALL // len(lts) + 1)
         for lt in lts
     ]
     assert len(many) > spm_alloc._SMALL
-    walk = seed_order(many)
-    assert first_fit(many, walk) == spm_alloc._first_fit_small(many, walk, {})
+    for walk in (seed_order(many), list(reversed(seed_order(many)))):
+        assert first_fit(many, walk) == spm_alloc._first_fit_small(many, walk, {})
 
 
 @given(problems(max_buffers=16))

@@ -58,9 +58,11 @@ from __future__ import annotations
 
 import csv
 import functools
+import itertools
 import math
 import re
 import time
+from bisect import insort
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -450,9 +452,44 @@ def first_fit(
         {'a': 0, 'b': 8, 'c': 0}
     """
     aligned = alignments or {}
+    starts = [lifetimes[i].lower for i in order if _is_live(lifetimes[i])]
+    if all(a <= b for a, b in itertools.pairwise(starts)):
+        return _first_fit_by_start(lifetimes, order, aligned)
     if len(lifetimes) <= _SMALL:
         return _first_fit_small(lifetimes, order, aligned)
     return _first_fit_arrays(lifetimes, order, aligned)
+
+
+def _first_fit_by_start(
+    lifetimes: Sequence[Lifetime], order: Sequence[int], aligned: Mapping[str, int]
+) -> dict[str, int]:
+    """:func:`first_fit` of an order by start time (the seed's): a sweep over time.
+
+    A placed lifetime that ended by the current one's start ends before every later one
+    starts too, so only the ones still live are walked (kept sorted by offset).
+    """
+    offsets = {lt.id: 0 for lt in lifetimes if not _is_live(lt)}
+    live: list[tuple[int, int, int, int]] = []
+    """(offset, placement, end offset, upper) of the placed lifetimes still live."""
+    for placed, i in enumerate(order):
+        lt = lifetimes[i]
+        if not _is_live(lt):
+            continue
+        lower, size = lt.lower, lt.size
+        if live and min(p[3] for p in live) <= lower:
+            live = [p for p in live if p[3] > lower]
+        align = aligned.get(lt.id, 1)
+        # the candidate before interval k is the running max of the aligned ends before it
+        candidate = 0
+        for lo, _, hi, _ in live:
+            if candidate + size <= lo:
+                break
+            end = -(-hi // align) * align
+            if end > candidate:
+                candidate = end
+        offsets[lt.id] = candidate
+        insort(live, (candidate, placed, candidate + size, lt.upper))
+    return {lt.id: offsets[lt.id] for lt in lifetimes}
 
 
 def _first_fit_arrays(
