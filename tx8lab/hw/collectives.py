@@ -402,6 +402,7 @@ def allreduce_streams(
     # the laws' cycles by their inputs: a ring sends the same chunk sizes over and over
     send_cycles: dict[tuple[int, bool, int], int] = {}
     add_cycles: dict[int, int] = {}
+    hops: dict[tuple[int, int], int] = {}
     for tiles in groups:
         order = list(tiles)
         plan = allreduce_plan(len(order), pattern)
@@ -418,7 +419,10 @@ def allreduce_streams(
             for k, t in by_round[r]:
                 src, dst = order[t.src], order[t.dst]
                 lo, hi = bounds[t.chunk]
-                key = (hi - lo, src not in sent, noc.hops(src, dst, hw))
+                far = hops.get((src, dst))
+                if far is None:
+                    far = hops[(src, dst)] = noc.hops(src, dst, hw)
+                key = (hi - lo, src not in sent, far)
                 cycles = send_cycles.get(key)
                 if cycles is None:
                     law = laws.dte(key[0], hw, first=key[1], hops=key[2])
