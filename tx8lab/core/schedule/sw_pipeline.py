@@ -324,7 +324,7 @@ def _check_multi_buffer(multi_buffer: int) -> None:
         )
 
 
-@dataclass
+@dataclass(slots=True)
 class _Part:
     """Frames built so far, with the last position each memory is read / written."""
 
@@ -369,12 +369,21 @@ def get_retract(out: _Part, part: _Part) -> int:
     """The seed's getRetract: how many head frames of ``part`` overlay the tail of ``out``."""
     n_out = len(out.frames)
     k_max = min(n_out, len(part.frames))
-    earliest = [_earliest(part.frames[j], out) for j in range(k_max)]
+    # a frame's earliest position, computed when a k needs it (an engine clash, the
+    # cheaper test, rules most k out first)
+    earliest: list[int | None] = [None] * k_max
+    out_masks, part_masks, frames = out.masks, part.masks, part.frames
     for k in range(k_max, 0, -1):
         base = n_out - k
-        if all(
-            base + j >= earliest[j] and not (out.masks[base + j] & part.masks[j]) for j in range(k)
-        ):
+        for j in range(k):
+            if out_masks[base + j] & part_masks[j]:
+                break
+            at = earliest[j]
+            if at is None:
+                at = earliest[j] = _earliest(frames[j], out)
+            if base + j < at:
+                break
+        else:
             return k
     return 0
 
@@ -400,14 +409,21 @@ def do_retract(out: _Part, part: _Part, k: int) -> None:
 
 
 def _join(out: _Part, part: _Part, retract: bool) -> None:
+    """``part`` (a part no one else holds) spliced after ``out``."""
     if not part.frames:
+        return
+    if not out.frames and not out.last_read and not out.last_write and not out.retracted:
+        # do_retract(out, part, 0) onto nothing: ``out`` takes ``part``'s frames as they are
+        out.frames, out.masks = part.frames, part.masks
+        out.last_read, out.last_write = part.last_read, part.last_write
+        out.retracted = part.retracted
         return
     do_retract(out, part, get_retract(out, part) if retract and out.frames else 0)
 
 
 def _pipeline(nodes: Sequence[Node], insts: Iterator[Instance], retract: bool) -> _Part:
     """The seed's pipeline(): frames of ``nodes``, Repeats expanded recursively."""
-    out = _Part()
+    out: _Part | None = None
     run = _Part()
     for node in nodes:
         if isinstance(node, Task):
@@ -415,13 +431,24 @@ def _pipeline(nodes: Sequence[Node], insts: Iterator[Instance], retract: bool) -
             assert inst.task is node, "expand() and _pipeline() walk the same tree"
             run.append(inst)
             continue
-        _join(out, run, retract)
+        out = _joined(out, run, retract)
         run = _Part()
-        seg = _Part()
+        seg: _Part | None = None
         for _ in range(node.times):
-            _join(seg, _pipeline(node.body, insts, retract), retract)
-        _join(out, seg, retract)
-    _join(out, run, retract)
+            seg = _joined(seg, _pipeline(node.body, insts, retract), retract)
+        if seg is not None:
+            out = _joined(out, seg, retract)
+    return _joined(out, run, retract) or _Part()
+
+
+def _joined(out: _Part | None, part: _Part, retract: bool) -> _Part | None:
+    """``out`` with ``part`` joined (:func:`_join`).
+
+    None stands for a part with no frames yet, which joining a part makes that part.
+    """
+    if out is None:
+        return part if part.frames else None
+    _join(out, part, retract)
     return out
 
 
