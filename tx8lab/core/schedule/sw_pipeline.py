@@ -273,16 +273,18 @@ def _expand(inp: ScheduleInput, multi_buffer: int) -> list[Instance]:
 
     def run(task: Task, iteration: tuple[int, ...]) -> None:
         initial = not iteration or iteration[-1] == 0
-        read_plan, write_plan = plan(task)
+        got = plans.get(task.id)
+        read_plan, write_plan = got if got is not None else plan(task)
+        # current[b] is a use of buffer b itself: a read or in-place write of b is that use
         reads: list[Use] = []
+        read_names: list[str] = []
         imm: list[str] = []
         for b, kind in read_plan:
             if kind == "imm":
                 imm.append(b)
             elif not (kind == "psum" and initial):
-                u = current.get(b) or version(task, b, iteration, "reads")
-                reads.append(_new_use(b, u.root, u.generation, u.copy))
-        read_set = {u.buffer for u in reads}
+                reads.append(current.get(b) or version(task, b, iteration, "reads"))
+                read_names.append(b)
         writes: list[Use] = []
         for b, kind, in_place_of, chunk_loops in write_plan:
             if kind == "imm":
@@ -294,9 +296,10 @@ def _expand(inp: ScheduleInput, multi_buffer: int) -> list[Instance]:
                     task, in_place_of, iteration, "writes in place of"
                 )
                 use = _new_use(b, u.root, u.generation, u.copy)
-            elif b in read_set or (b in current and chunk_loops and any(iteration[-chunk_loops:])):
-                u = current[b]  # in place, or the next chunk of the version
-                use = _new_use(b, u.root, u.generation, u.copy)
+            elif b in read_names or (
+                b in current and chunk_loops and any(iteration[-chunk_loops:])
+            ):
+                use = current[b]  # in place, or the next chunk of the version
             else:
                 g = fresh.get(b, 0)
                 fresh[b] = g + 1
