@@ -350,8 +350,12 @@ def test_best_reports_a_proof_or_a_timeout() -> None:
 def test_a_node_budget_gives_the_same_packing_whatever_the_clock() -> None:
     """``node_limit`` counts work: the result does not depend on the machine's speed."""
     hard = read_problem(case_path("D")).lifetimes
-    runs = [allocate(hard, 1 << 20, "best", time_limit_s=60, node_limit=150_000) for _ in range(2)]
+    runs = []
+    for _ in range(2):
+        spm_alloc._BEST.clear()  # each run searches (allocate keeps its answer otherwise)
+        runs.append(allocate(hard, 1 << 20, "best", time_limit_s=60, node_limit=150_000))
     assert runs[0].offsets == runs[1].offsets
+    assert runs[0].nodes == runs[1].nodes
     assert 0 < runs[0].nodes <= 150_000
     assert runs[0].status == "feasible"  # D is not proven in so few nodes
     # a larger budget searches on from the same start and is never worse
@@ -492,3 +496,24 @@ def test_bench_table_rows_for_both_strategies() -> None:
     assert seed["time_to_best_known_s"] is None
     table = format_table(rows)
     assert table.splitlines()[2].split()[:4] == ["C", "best", "203", "1039360"]
+
+
+def test_best_with_a_node_budget_keeps_its_answer_for_the_same_problem() -> None:
+    lts = [Lifetime(f"b{i}", i % 5, i % 5 + 3 + i % 4, 8 * (1 + (i * 7) % 5)) for i in range(24)]
+    spm_alloc._BEST.clear()
+    first = allocate(lts, 1 << 12, "best", node_limit=5000)
+    again = allocate(list(lts), 1 << 12, "best", node_limit=5000)
+    assert len(spm_alloc._BEST) == 1
+    for field in ("offsets", "lifetimes", "peak_bytes", "status", "nodes", "proven_bound_bytes"):
+        assert getattr(again, field) == getattr(first, field), field
+    assert again.offsets is not first.offsets  # the caller's own
+    # what it answers does not hang on the node budget's wall clock: without one, or with an
+    # on_improve view, the search runs again
+    seen: list[Allocation] = []
+    allocate(lts, 1 << 12, "best", node_limit=5000, on_improve=seen.append)
+    assert seen
+    allocate(lts, 1 << 12, "best")
+    assert len(spm_alloc._BEST) == 1
+    # a figure that only equals an int is the input check's to refuse, kept answer or not
+    with pytest.raises(Tx8labError, match="capacity must be a whole number"):
+        allocate(lts, True, "best", node_limit=5000)  # type: ignore[arg-type]
