@@ -256,7 +256,11 @@ def test_the_search_finds_the_optimum_and_proves_nothing_lower(
 def test_first_fit_walks_lists_and_arrays_alike(
     case: tuple[list[Lifetime], dict[str, int]], rng: Any
 ) -> None:
-    """A few lifetimes take the plain-list walk, many numpy's: the same offsets."""
+    """Every walk of first fit gives the same offsets.
+
+    Orders by start time take the sweep, other orders of a few lifetimes the plain-list
+    walk, of many numpy's.
+    """
     lts, align = case
     order = list(range(len(lts)))
     rng.shuffle(order)
@@ -264,14 +268,18 @@ def test_first_fit_walks_lists_and_arrays_alike(
         want = spm_alloc._first_fit_arrays(lts, walk, align)
         assert spm_alloc._first_fit_small(lts, walk, align) == want
         assert first_fit(lts, walk, align) == want
+    # by start time, ties either way round: the sweep
+    for by_start in (seed_order(lts), sorted(order, key=lambda i: (lts[i].lower, -i))):
+        want = spm_alloc._first_fit_arrays(lts, by_start, align)
+        assert spm_alloc._first_fit_by_start(lts, by_start, align) == want
     many = [
         Lifetime(f"{lt.id}.{k}", lt.lower + 3 * k, lt.upper + 3 * k, lt.size)
         for k in range(spm_alloc._SMALL // len(lts) + 1)
         for lt in lts
     ]
     assert len(many) > spm_alloc._SMALL
-    walk = seed_order(many)
-    assert first_fit(many, walk) == spm_alloc._first_fit_small(many, walk, {})
+    for walk in (seed_order(many), list(reversed(seed_order(many)))):
+        assert first_fit(many, walk) == spm_alloc._first_fit_small(many, walk, {})
 
 
 @given(problems(max_buffers=16))
@@ -342,8 +350,12 @@ def test_best_reports_a_proof_or_a_timeout() -> None:
 def test_a_node_budget_gives_the_same_packing_whatever_the_clock() -> None:
     """``node_limit`` counts work: the result does not depend on the machine's speed."""
     hard = read_problem(case_path("D")).lifetimes
-    runs = [allocate(hard, 1 << 20, "best", time_limit_s=60, node_limit=150_000) for _ in range(2)]
+    runs = []
+    for _ in range(2):
+        spm_alloc._BEST.clear()  # each run searches (allocate keeps its answer otherwise)
+        runs.append(allocate(hard, 1 << 20, "best", time_limit_s=60, node_limit=150_000))
     assert runs[0].offsets == runs[1].offsets
+    assert runs[0].nodes == runs[1].nodes
     assert 0 < runs[0].nodes <= 150_000
     assert runs[0].status == "feasible"  # D is not proven in so few nodes
     # a larger budget searches on from the same start and is never worse
@@ -484,3 +496,24 @@ def test_bench_table_rows_for_both_strategies() -> None:
     assert seed["time_to_best_known_s"] is None
     table = format_table(rows)
     assert table.splitlines()[2].split()[:4] == ["C", "best", "203", "1039360"]
+
+
+def test_best_with_a_node_budget_keeps_its_answer_for_the_same_problem() -> None:
+    lts = [Lifetime(f"b{i}", i % 5, i % 5 + 3 + i % 4, 8 * (1 + (i * 7) % 5)) for i in range(24)]
+    spm_alloc._BEST.clear()
+    first = allocate(lts, 1 << 12, "best", node_limit=5000)
+    again = allocate(list(lts), 1 << 12, "best", node_limit=5000)
+    assert len(spm_alloc._BEST) == 1
+    for field in ("offsets", "lifetimes", "peak_bytes", "status", "nodes", "proven_bound_bytes"):
+        assert getattr(again, field) == getattr(first, field), field
+    assert again.offsets is not first.offsets  # the caller's own
+    # what it answers does not hang on the node budget's wall clock: without one, or with an
+    # on_improve view, the search runs again
+    seen: list[Allocation] = []
+    allocate(lts, 1 << 12, "best", node_limit=5000, on_improve=seen.append)
+    assert seen
+    allocate(lts, 1 << 12, "best")
+    assert len(spm_alloc._BEST) == 1
+    # a figure that only equals an int is the input check's to refuse, kept answer or not
+    with pytest.raises(Tx8labError, match="capacity must be a whole number"):
+        allocate(lts, True, "best", node_limit=5000)  # type: ignore[arg-type]

@@ -129,3 +129,25 @@ def test_bad_reductions_are_named() -> None:
         reduction_streams((0, 1), 64, "f32", TX81, "star")  # type: ignore[arg-type]
     with pytest.raises(Tx8labError, match="reduction: unknown element type 'f8'"):
         reduction_streams((0, 1), 64, "f8", TX81, "ring")
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_an_all_reduce_plans_steps_are_each_rounds_sends_then_receives(pattern: str) -> None:
+    from tx8lab.hw.collectives import allreduce_plan
+
+    for n in (2, 3, 5, 8, 16):
+        plan = allreduce_plan(n, pattern)  # type: ignore[arg-type]
+        assert allreduce_plan(n, pattern) == plan  # type: ignore[arg-type]
+        rounds = sorted({t.round for t in plan.transfers})
+        for pos in range(n):
+            want = []
+            for r in rounds:
+                now = [(k, t) for k, t in enumerate(plan.transfers) if t.round == r]
+                want += [(k, t) for k, t in now if t.src == pos]
+                want += [(k, t) for k, t in now if t.dst == pos]
+            assert plan.steps(pos) == want
+    for bad in (True, 1, 2.0, [4]):
+        with pytest.raises(Tx8labError, match="needs at least 2 tiles"):
+            allreduce_plan(bad, pattern)  # type: ignore[arg-type]
+    with pytest.raises(Tx8labError, match="unknown pattern"):
+        allreduce_plan(4, ["ring"])  # type: ignore[arg-type]

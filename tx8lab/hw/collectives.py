@@ -62,6 +62,7 @@ other at once) or ``ring`` (``n - 1`` steps around the group, as the ring's seco
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -316,11 +317,21 @@ class AllReducePlan:
         Each with its index in :attr:`transfers` (what names it on both sides).
         """
         out: list[tuple[int, Transfer]] = []
-        for r in sorted({t.round for t in self.transfers}):
-            now = [(k, t) for k, t in enumerate(self.transfers) if t.round == r]
+        for now in self._rounds:
             out += [(k, t) for k, t in now if t.src == position]
             out += [(k, t) for k, t in now if t.dst == position]
         return out
+
+    @functools.cached_property
+    def _rounds(self) -> tuple[tuple[tuple[int, Transfer], ...], ...]:
+        """Each round's transfers with their indices, rounds in order.
+
+        Every position of the plan reads them (:meth:`steps`).
+        """
+        by_round: dict[int, list[tuple[int, Transfer]]] = {}
+        for k, t in enumerate(self.transfers):
+            by_round.setdefault(t.round, []).append((k, t))
+        return tuple(tuple(by_round[r]) for r in sorted(by_round))
 
 
 def allreduce_plan(n: int, pattern: Pattern) -> AllReducePlan:
@@ -334,6 +345,14 @@ def allreduce_plan(n: int, pattern: Pattern) -> AllReducePlan:
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 2:
         raise Tx8labError(f"all-reduce: needs at least 2 tiles, got {n!r}")
+    if pattern not in PATTERNS:
+        raise Tx8labError(f"all-reduce: unknown pattern {pattern!r}; use one of {PATTERNS}")
+    return _allreduce_plan(n, pattern)
+
+
+@functools.lru_cache(maxsize=256)
+def _allreduce_plan(n: int, pattern: Pattern) -> AllReducePlan:
+    """:func:`allreduce_plan` of checked arguments, kept (a plan is frozen)."""
     out: list[Transfer] = []
     if pattern == "direct":
         out += [Transfer(0, p, 0, 0, p - 1) for p in range(1, n)]
@@ -441,6 +460,7 @@ def _plan_streams(
     # the laws' cycles by their inputs: a ring sends the same chunk sizes over and over
     send_cycles: dict[tuple[int, bool, int], int] = {}
     add_cycles: dict[int, int] = {}
+    hops: dict[tuple[int, int], int] = {}
     for tiles in groups:
         order = list(tiles)
         plan = plan_of(len(order))
@@ -457,7 +477,10 @@ def _plan_streams(
             for k, t in by_round[r]:
                 src, dst = order[t.src], order[t.dst]
                 lo, hi = bounds[t.chunk]
-                key = (hi - lo, src not in sent, noc.hops(src, dst, hw))
+                far = hops.get((src, dst))
+                if far is None:
+                    far = hops[(src, dst)] = noc.hops(src, dst, hw)
+                key = (hi - lo, src not in sent, far)
                 cycles = send_cycles.get(key)
                 if cycles is None:
                     law = laws.dte(key[0], hw, first=key[1], hops=key[2])

@@ -371,6 +371,8 @@ def _simulate(
     states = {t: _Tile(t, cmds, run=TileRun(t)) for t, cmds in streams.items()}
     payloads: dict[int, int] = {}
     """Payload bytes -> their cycles on a link (many transfers carry one size)."""
+    routes: dict[tuple[int, int], tuple[noc.Link, ...]] = {}
+    """(tile, destination) -> the route (many transfers take one)."""
     for st in states.values():
         for i, c in enumerate(st.commands):
             if c.engine not in ENGINES and c.engine not in CONTROL:
@@ -379,7 +381,7 @@ def _simulate(
                     f"engine {c.engine!r}; use one of {', '.join((*ENGINES, *CONTROL))}"
                 )
             if c.dst_tile >= 0:
-                st.transfers[i] = _transfer(st.tile, i, c, hw, payloads)
+                st.transfers[i] = _transfer(st.tile, i, c, hw, payloads, routes)
             if c.engine == "recv" and not c.after:
                 raise Tx8labError(
                     f"simulate: tile {st.tile} command {i} ({c.label or 'recv'}) receives "
@@ -446,26 +448,40 @@ def _simulate(
 
 
 def _transfer(
-    tile: int, index: int, c: SimCommand, hw: ChipConfig, payloads: dict[int, int]
+    tile: int,
+    index: int,
+    c: SimCommand,
+    hw: ChipConfig,
+    payloads: dict[int, int],
+    routes: dict[tuple[int, int], tuple[noc.Link, ...]],
 ) -> tuple[tuple[noc.Link, ...], int]:
     """A NoC transfer's route and payload cycles; an error naming the command if bad."""
-    where = f"simulate: tile {tile} command {index} ({c.label or 'unlabelled'})"
+
+    def where() -> str:
+        return f"simulate: tile {tile} command {index} ({c.label or 'unlabelled'})"
+
     if c.engine != "dte":
-        raise Tx8labError(f"{where}: only a dte command can send to a tile (dst_tile)")
+        raise Tx8labError(f"{where()}: only a dte command can send to a tile (dst_tile)")
     if c.dst_tile == tile:
-        raise Tx8labError(f"{where} sends to its own tile {tile}; drop dst_tile for a local copy")
+        raise Tx8labError(f"{where()} sends to its own tile {tile}; drop dst_tile for a local copy")
     if c.noc_bytes < 0:
-        raise Tx8labError(f"{where}: noc_bytes={c.noc_bytes}; a payload has >= 0 bytes")
-    try:
-        route = noc.route(tile, c.dst_tile, hw)
-    except Tx8labError as exc:
-        raise Tx8labError(f"{where}: {exc}") from None
+        raise Tx8labError(f"{where()}: noc_bytes={c.noc_bytes}; a payload has >= 0 bytes")
+    # kept by (tile, destination) when both are plain ints (noc.route refuses others)
+    key = (tile, c.dst_tile) if type(tile) is int and type(c.dst_tile) is int else None
+    route = routes.get(key) if key is not None else None
+    if route is None:
+        try:
+            route = noc.route(tile, c.dst_tile, hw)
+        except Tx8labError as exc:
+            raise Tx8labError(f"{where()}: {exc}") from None
+        if key is not None:
+            routes[key] = route
     cycles = payloads.get(c.noc_bytes)
     if cycles is None:
         cycles = payloads[c.noc_bytes] = laws.noc_payload(c.noc_bytes, hw).cycles(hw)
     if cycles > c.cycles:
         raise Tx8labError(
-            f"{where}: its {c.cycles} cycles are less than its payload's {cycles} on a link; "
+            f"{where()}: its {c.cycles} cycles are less than its payload's {cycles} on a link; "
             "time it with laws.dte"
         )
     return route, cycles

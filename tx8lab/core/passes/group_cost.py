@@ -469,9 +469,15 @@ class GroupCost(Pass):
             template_of=template.group_id,
         )
         ids = dict(zip(template.positions, _positions(group), strict=True))
+        # an op reference as the template names it -> as this group does
+        refs = {str(old): f"%{new}" for old, new in ids.items()}
+
+        def ref(m: re.Match[str]) -> str:
+            got = refs.get(m.group(1))
+            return got if got is not None else f"%{ids.get(int(m.group(1)), int(m.group(1)))}"
 
         def remap(text: str) -> str:
-            return _OP_REF.sub(lambda m: f"%{ids.get(int(m.group(1)), int(m.group(1)))}", text)
+            return _OP_REF.sub(ref, text)
 
         offsets = tuple((remap(i), off, size) for i, off, size in template.offsets)
         runs.defer(group, strategy, template, {i: off for i, off, _ in offsets})

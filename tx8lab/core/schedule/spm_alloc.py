@@ -57,15 +57,19 @@ Readings chosen where the seed is vague:
 from __future__ import annotations
 
 import csv
+import dataclasses
 import functools
+import itertools
 import math
 import re
 import time
+from bisect import insort
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -450,9 +454,44 @@ def first_fit(
         {'a': 0, 'b': 8, 'c': 0}
     """
     aligned = alignments or {}
+    starts = [lifetimes[i].lower for i in order if _is_live(lifetimes[i])]
+    if all(a <= b for a, b in itertools.pairwise(starts)):
+        return _first_fit_by_start(lifetimes, order, aligned)
     if len(lifetimes) <= _SMALL:
         return _first_fit_small(lifetimes, order, aligned)
     return _first_fit_arrays(lifetimes, order, aligned)
+
+
+def _first_fit_by_start(
+    lifetimes: Sequence[Lifetime], order: Sequence[int], aligned: Mapping[str, int]
+) -> dict[str, int]:
+    """:func:`first_fit` of an order by start time (the seed's): a sweep over time.
+
+    A placed lifetime that ended by the current one's start ends before every later one
+    starts too, so only the ones still live are walked (kept sorted by offset).
+    """
+    offsets = {lt.id: 0 for lt in lifetimes if not _is_live(lt)}
+    live: list[tuple[int, int, int, int]] = []
+    """(offset, placement, end offset, upper) of the placed lifetimes still live."""
+    for placed, i in enumerate(order):
+        lt = lifetimes[i]
+        if not _is_live(lt):
+            continue
+        lower, size = lt.lower, lt.size
+        if live and min(p[3] for p in live) <= lower:
+            live = [p for p in live if p[3] > lower]
+        align = aligned.get(lt.id, 1)
+        # the candidate before interval k is the running max of the aligned ends before it
+        candidate = 0
+        for lo, _, hi, _ in live:
+            if candidate + size <= lo:
+                break
+            end = -(-hi // align) * align
+            if end > candidate:
+                candidate = end
+        offsets[lt.id] = candidate
+        insort(live, (candidate, placed, candidate + size, lt.upper))
+    return {lt.id: offsets[lt.id] for lt in lifetimes}
 
 
 def _first_fit_arrays(
@@ -905,7 +944,9 @@ def allocate(
         on_improve: called with each better packing ``best`` finds (anytime view).
         node_limit: work budget of ``best`` in branch-and-bound nodes (None: no limit;
             the time limit decides). With it, the packing does not depend on the
-            machine's speed unless ``time_limit_s`` runs out first.
+            machine's speed unless ``time_limit_s`` runs out first, so ``best`` keeps
+            its last answers: the same problem and budget asked again (another run of
+            a pipeline, a view) get the same packing at once (``time_s`` is the call's).
 
     Raises:
         Tx8labError: bad input, or the buffers do not fit; the message lists the buffers
@@ -920,6 +961,19 @@ def allocate(
     if strategy not in STRATEGIES:
         raise Tx8labError(f"unknown allocation strategy {strategy!r}; use one of {STRATEGIES}")
     if strategy == "best":
+        start = time.perf_counter()
+        lifetimes = tuple(lifetimes)
+        key = _best_key(lifetimes, capacity, alignments, time_limit_s, node_limit)
+        if on_improve is None and key is not None and key in _BEST:
+            _BEST.move_to_end(key)
+            kept = _BEST[key]
+            return dataclasses.replace(
+                kept,
+                offsets=dict(kept.offsets),
+                lifetimes=lifetimes,
+                alignments=dict(kept.alignments),
+                time_s=time.perf_counter() - start,
+            )
         last: Allocation | None = None
         for last in iter_allocations(
             lifetimes,
@@ -931,6 +985,12 @@ def allocate(
             if on_improve is not None:
                 on_improve(last)
         assert last is not None
+        if key is not None:
+            _BEST[key] = dataclasses.replace(
+                last, offsets=dict(last.offsets), alignments=dict(last.alignments)
+            )
+            if len(_BEST) > _BEST_KEPT:
+                _BEST.popitem(last=False)
         return last
     start = time.perf_counter()
     lts = tuple(lifetimes)
@@ -955,6 +1015,36 @@ def allocate(
         proven_bound_bytes=min(bound, peak),
         alignments=aligned,
     )
+
+
+#: ``best``'s answers by problem and work budget, the latest last (a pipeline run after
+#: another on the same model, or a view, packs the same groups again).
+_BEST: OrderedDict[tuple[Any, ...], Allocation] = OrderedDict()
+_BEST_KEPT = 256
+
+
+def _best_key(
+    lifetimes: tuple[Lifetime, ...],
+    capacity: int,
+    alignments: Mapping[str, int] | None,
+    time_limit_s: float,
+    node_limit: int | None,
+) -> tuple[Any, ...] | None:
+    """What ``best`` answers to, when its answer may be kept (else None).
+
+    Only with a node budget (the packing is then a function of the problem, not of the
+    machine's speed) and plain int figures (a bool or float that only equals one is the
+    input check's to refuse).
+    """
+    if node_limit is None or type(node_limit) is not int or type(capacity) is not int:
+        return None
+    for lt in lifetimes:
+        if not (type(lt.lower) is int and type(lt.upper) is int and type(lt.size) is int):
+            return None
+    aligned = tuple(sorted((alignments or {}).items()))
+    if not all(type(a) is int for _, a in aligned):
+        return None
+    return (lifetimes, capacity, aligned, time_limit_s, node_limit)
 
 
 __all__ = [

@@ -273,16 +273,18 @@ def _expand(inp: ScheduleInput, multi_buffer: int) -> list[Instance]:
 
     def run(task: Task, iteration: tuple[int, ...]) -> None:
         initial = not iteration or iteration[-1] == 0
-        read_plan, write_plan = plan(task)
+        got = plans.get(task.id)
+        read_plan, write_plan = got if got is not None else plan(task)
+        # current[b] is a use of buffer b itself: a read or in-place write of b is that use
         reads: list[Use] = []
+        read_names: list[str] = []
         imm: list[str] = []
         for b, kind in read_plan:
             if kind == "imm":
                 imm.append(b)
             elif not (kind == "psum" and initial):
-                u = current.get(b) or version(task, b, iteration, "reads")
-                reads.append(_new_use(b, u.root, u.generation, u.copy))
-        read_set = {u.buffer for u in reads}
+                reads.append(current.get(b) or version(task, b, iteration, "reads"))
+                read_names.append(b)
         writes: list[Use] = []
         for b, kind, in_place_of, chunk_loops in write_plan:
             if kind == "imm":
@@ -294,9 +296,10 @@ def _expand(inp: ScheduleInput, multi_buffer: int) -> list[Instance]:
                     task, in_place_of, iteration, "writes in place of"
                 )
                 use = _new_use(b, u.root, u.generation, u.copy)
-            elif b in read_set or (b in current and chunk_loops and any(iteration[-chunk_loops:])):
-                u = current[b]  # in place, or the next chunk of the version
-                use = _new_use(b, u.root, u.generation, u.copy)
+            elif b in read_names or (
+                b in current and chunk_loops and any(iteration[-chunk_loops:])
+            ):
+                use = current[b]  # in place, or the next chunk of the version
             else:
                 g = fresh.get(b, 0)
                 fresh[b] = g + 1
@@ -324,7 +327,7 @@ def _check_multi_buffer(multi_buffer: int) -> None:
         )
 
 
-@dataclass
+@dataclass(slots=True)
 class _Part:
     """Frames built so far, with the last position each memory is read / written."""
 
@@ -369,12 +372,21 @@ def get_retract(out: _Part, part: _Part) -> int:
     """The seed's getRetract: how many head frames of ``part`` overlay the tail of ``out``."""
     n_out = len(out.frames)
     k_max = min(n_out, len(part.frames))
-    earliest = [_earliest(part.frames[j], out) for j in range(k_max)]
+    # a frame's earliest position, computed when a k needs it (an engine clash, the
+    # cheaper test, rules most k out first)
+    earliest: list[int | None] = [None] * k_max
+    out_masks, part_masks, frames = out.masks, part.masks, part.frames
     for k in range(k_max, 0, -1):
         base = n_out - k
-        if all(
-            base + j >= earliest[j] and not (out.masks[base + j] & part.masks[j]) for j in range(k)
-        ):
+        for j in range(k):
+            if out_masks[base + j] & part_masks[j]:
+                break
+            at = earliest[j]
+            if at is None:
+                at = earliest[j] = _earliest(frames[j], out)
+            if base + j < at:
+                break
+        else:
             return k
     return 0
 
@@ -400,14 +412,21 @@ def do_retract(out: _Part, part: _Part, k: int) -> None:
 
 
 def _join(out: _Part, part: _Part, retract: bool) -> None:
+    """``part`` (a part no one else holds) spliced after ``out``."""
     if not part.frames:
+        return
+    if not out.frames and not out.last_read and not out.last_write and not out.retracted:
+        # do_retract(out, part, 0) onto nothing: ``out`` takes ``part``'s frames as they are
+        out.frames, out.masks = part.frames, part.masks
+        out.last_read, out.last_write = part.last_read, part.last_write
+        out.retracted = part.retracted
         return
     do_retract(out, part, get_retract(out, part) if retract and out.frames else 0)
 
 
 def _pipeline(nodes: Sequence[Node], insts: Iterator[Instance], retract: bool) -> _Part:
     """The seed's pipeline(): frames of ``nodes``, Repeats expanded recursively."""
-    out = _Part()
+    out: _Part | None = None
     run = _Part()
     for node in nodes:
         if isinstance(node, Task):
@@ -415,13 +434,24 @@ def _pipeline(nodes: Sequence[Node], insts: Iterator[Instance], retract: bool) -
             assert inst.task is node, "expand() and _pipeline() walk the same tree"
             run.append(inst)
             continue
-        _join(out, run, retract)
+        out = _joined(out, run, retract)
         run = _Part()
-        seg = _Part()
+        seg: _Part | None = None
         for _ in range(node.times):
-            _join(seg, _pipeline(node.body, insts, retract), retract)
-        _join(out, seg, retract)
-    _join(out, run, retract)
+            seg = _joined(seg, _pipeline(node.body, insts, retract), retract)
+        if seg is not None:
+            out = _joined(out, seg, retract)
+    return _joined(out, run, retract) or _Part()
+
+
+def _joined(out: _Part | None, part: _Part, retract: bool) -> _Part | None:
+    """``out`` with ``part`` joined (:func:`_join`).
+
+    None stands for a part with no frames yet, which joining a part makes that part.
+    """
+    if out is None:
+        return part if part.frames else None
+    _join(out, part, retract)
     return out
 
 
