@@ -480,15 +480,7 @@ def _first_fit_by_start(
         lower, size = lt.lower, lt.size
         if live and min(p[3] for p in live) <= lower:
             live = [p for p in live if p[3] > lower]
-        align = aligned.get(lt.id, 1)
-        # the candidate before interval k is the running max of the aligned ends before it
-        candidate = 0
-        for lo, _, hi, _ in live:
-            if candidate + size <= lo:
-                break
-            end = -(-hi // align) * align
-            if end > candidate:
-                candidate = end
+        candidate = _lowest_fit(((p[0], p[2]) for p in live), size, _alignment(aligned, lt))
         offsets[lt.id] = candidate
         insort(live, (candidate, placed, candidate + size, lt.upper))
     return {lt.id: offsets[lt.id] for lt in lifetimes}
@@ -546,7 +538,6 @@ def _first_fit_small(
         lt = lifetimes[i]
         if not _is_live(lt):
             continue
-        align = aligned.get(lt.id, 1)
         lower, upper, size = lt.lower, lt.upper, lt.size
         busy = sorted(
             [
@@ -556,20 +547,30 @@ def _first_fit_small(
             ],
             key=_lo,
         )
-        # the candidate before interval k is the running max of the aligned ends before it
-        candidate = 0
-        for lo, hi in busy:
-            if candidate + size <= lo:
-                break
-            end = -(-hi // align) * align
-            if end > candidate:
-                candidate = end
+        candidate = _lowest_fit(busy, size, _alignment(aligned, lt))
         offsets[lt.id] = candidate
         placed.append((lower, upper, candidate, candidate + size))
     return {lt.id: offsets[lt.id] for lt in lifetimes}
 
 
 _lo = itemgetter(0)
+
+
+def _lowest_fit(busy: Iterable[tuple[int, int]], size: int, align: int) -> int:
+    """The seed's walk: the lowest aligned offset below, between or above ``busy``.
+
+    ``busy`` are the ``[lo, hi)`` byte ranges live at once, by ``lo``; the candidate before
+    range ``k`` is the running max of the aligned ends before it, and the first range
+    that leaves ``size`` bytes below it stops the walk.
+    """
+    candidate = 0
+    for lo, hi in busy:
+        if candidate + size <= lo:
+            break
+        end = -(-hi // align) * align
+        if end > candidate:
+            candidate = end
+    return candidate
 
 
 def seed_order(lifetimes: Sequence[Lifetime]) -> list[int]:
