@@ -1243,6 +1243,17 @@ def chunk_dim(shape: Sequence[int], chunks: int) -> int:
     return max(range(len(shape)), key=lambda i: (shape[i], -i)) if shape else 0
 
 
+def chunk_shape(shape: Sequence[int], chunks: int) -> tuple[int, ...]:
+    """The largest of :func:`chunk_boxes`'s chunks of a ``shape`` piece (the first one).
+
+    Examples:
+        >>> chunk_shape((1, 7, 512), 4)
+        (1, 2, 512)
+    """
+    dim = chunk_dim(shape, chunks)
+    return tuple(-(-d // chunks) if i == dim else d for i, d in enumerate(shape))
+
+
 def chunk_boxes(box: Window, chunks: int, dim: int) -> list[Window]:
     """``box`` cut in ``chunks`` along ``dim`` (``ceil`` shares; the last ones may be empty).
 
@@ -1458,8 +1469,7 @@ def _share_choice(
         return None
     mode = LayoutMode(layout)
     num_bytes = value_bytes(shape, dtype, mode)
-    pieces = chunk_boxes(tuple((0, d) for d in shape), ways, dim)
-    chunk = max(value_bytes(tuple(b - a for a, b in w), dtype, mode) for w in pieces)
+    chunk = value_bytes(chunk_shape(shape, ways), dtype, mode)
     whole = hwcost.dma_cost("ld", num_bytes, hw, active_tiles=active).cycles
     part = hwcost.dma_cost("ld", chunk, hw, active_tiles=active).cycles
     if part >= whole:
@@ -1572,8 +1582,7 @@ def _cost(
         prod, r = body.producer[key]
         shape = it.shapes[key]
         if it.share:  # a shared load moves its chunk (**Shared loads**)
-            dim = chunk_dim(shape, it.share)
-            shape = tuple(-(-d // it.share) if i == dim else d for i, d in enumerate(shape))
+            shape = chunk_shape(shape, it.share)
         moved = value_bytes(shape, prod.results[r].type.dtype, op_layout(prod))
         return body.dma_cost(it.engine, moved, hw, tiles)
     return body.op_cost(op, plan.ops[op.id].slice, hw, tiles)
@@ -1911,6 +1920,7 @@ __all__ = [
     "SlicePlan",
     "chunk_boxes",
     "chunk_dim",
+    "chunk_shape",
     "default_schedule",
     "default_strategy",
     "engine_busy_cycles",
