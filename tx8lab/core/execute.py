@@ -80,7 +80,14 @@ from tx8lab.core.hostmodel import (
 )
 from tx8lab.core.ir import Module
 from tx8lab.core.ops import OPS
-from tx8lab.core.program import Command, Program, build_program, noc_tag, task_loops
+from tx8lab.core.program import (
+    Command,
+    Program,
+    build_program,
+    group_position,
+    noc_tag,
+    task_loops,
+)
 from tx8lab.errors import ProgramError, Tx8labError
 from tx8lab.hw.config import ChipConfig
 
@@ -391,8 +398,8 @@ class _Driver:
         want, tag = (0, 0), ""
         if red is not None and red.collective == "all-gather":
             local = self.program.regions[self.group].index(self.tile)
-            group = next(g for g in red.groups if local in g)
-            want = (group.index(local), red.ways)
+            _, pos = group_position(red, local, f"group %{self.group} %{op}")
+            want = (pos, red.ways)
             depth = self.depth(f"ld:%{op}")
             tag = noc_tag(self.group, op, at[:depth], -1, self.tile, self.tile)
         got = (int(dma.chunk), int(dma.chunks))

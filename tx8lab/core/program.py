@@ -650,6 +650,21 @@ def _group_program(
     return out
 
 
+def group_position(red: NocReduce, local: int, where: str) -> tuple[tuple[int, ...], int]:
+    """The reduction (share) group of the region's tile ``local`` and its position in it.
+
+    Raises:
+        Tx8labError: the tile is in none of ``red``'s groups (``where`` names the op).
+    """
+    for group in red.groups:
+        if local in group:
+            return group, group.index(local)
+    raise Tx8labError(
+        f"program: {where}: tile {local} of the region is in none of its {red.collective} "
+        f"groups {red.groups}; re-run group-cost"
+    )
+
+
 def noc_tag(group: int, op_id: int, at: Sequence[int], transfer: int, src: int, dst: int) -> str:
     """The tag a NoC transfer's send and receive share (``Command.tag``).
 
@@ -1079,16 +1094,6 @@ class _Unroll:
         whole = ((0, nbytes),)
         return Access("spm", name, name, label, addr, nbytes, dtype, layout, whole, whole)
 
-    def position(self, red: NocReduce, op_id: int, local: int) -> tuple[tuple[int, ...], int]:
-        """The reduction (share) group of tile ``local`` and its position in it."""
-        group = next((g for g in red.groups if local in g), None)
-        if group is None:
-            raise Tx8labError(
-                f"program: group %{self.group.id} %{op_id}: tile {local} of the region "
-                f"is in none of its {red.collective} groups {red.groups}; re-run group-cost"
-            )
-        return group, group.index(local)
-
     def noc_commands(
         self,
         site: _NocSite,
@@ -1103,7 +1108,7 @@ class _Unroll:
         sides: the tiles of a group share the piece).
         """
         red = site.reduce
-        group, pos = self.position(red, site.op_id, local)
+        group, pos = group_position(red, local, f"group %{self.group.id} %{site.op_id}")
         chunks = chunk_boxes(window, red.chunks, red.chunk_dim)
         st = site.staging
         group_id, _, _, op_id, _, _, _, at, _ = site.head
@@ -1205,7 +1210,8 @@ class _Unroll:
                 win = load_window(site.readers, at) if site.readers else site.whole
                 if site.share is not None:  # a shared load: this tile's chunk of it
                     red = site.share
-                    _, pos = self.position(red, site.head[3], local)
+                    where = f"group %{site.head[0]} %{site.head[3]}"
+                    _, pos = group_position(red, local, where)
                     win = chunk_boxes(win, red.chunks, red.chunk_dim)[pos]
                     if _empty_box(win):
                         self.idle.add(noc_tag(site.head[0], site.head[3], at, -1, tile, tile))
@@ -1431,6 +1437,7 @@ __all__ = [
     "Program",
     "build_program",
     "group_code",
+    "group_position",
     "group_program",
     "group_schedule",
     "lifetime_label",
