@@ -17,7 +17,7 @@ from tx8lab.core.builder import Builder
 from tx8lab.core.execute import compare_outputs, execute_module
 from tx8lab.core.hostmodel import run_program
 from tx8lab.core.interpret import interpret, random_inputs
-from tx8lab.core.ir import Module
+from tx8lab.core.ir import Module, Op
 from tx8lab.core.passes import build_pipeline
 from tx8lab.core.program import Program, build_program, strategy_of
 from tx8lab.core.runner import run_pipeline
@@ -80,12 +80,16 @@ def _scheduled(noc: bool, hw: Any = HW, module: Module | None = None) -> Module:
     return list(run_pipeline(module, build_pipeline(None, knobs), hw))[-1].result.module
 
 
+def _matmul_group(module: Module) -> Op:
+    return next(
+        g for g in groups_of(module) if any(o.kind == "tx8be.MatMul" for o in g.regions[0].ops)
+    )
+
+
 def _matmul_strategy(module: Module) -> Any:
-    for g in groups_of(module):
-        for op in g.regions[0].ops:
-            if op.kind == "tx8be.MatMul":
-                return strategy_of(g).ops[op.id]
-    raise AssertionError("no MatMul group")
+    group = _matmul_group(module)
+    mm = next(op for op in group.regions[0].ops if op.kind == "tx8be.MatMul")
+    return strategy_of(group).ops[mm.id]
 
 
 @pytest.fixture(scope="module")
@@ -192,9 +196,7 @@ def test_the_search_and_its_view_keep_the_communicating_candidates_apart() -> No
     from tx8lab.widgets.factor_space import factor_space_figure
 
     module = _scheduled(False)
-    group = next(
-        g for g in groups_of(module) if any(o.kind == "tx8be.MatMul" for o in g.regions[0].ops)
-    )
+    group = _matmul_group(module)
     # K = 1024 over 2, 4, 8, 16 tiles: four more walks over the levels of 8, 4, 2, 1 tiles
     assert space_size(group, HW, noc=True) > space_size(group, HW)
     got = search_group(group, HW, noc=True, timer=simulate_schedule)  # as group-cost ranks
@@ -296,9 +298,7 @@ def test_the_view_draws_shared_candidates_as_squares() -> None:
     from tx8lab.widgets.factor_space import factor_space_figure
 
     module = _scheduled(False, module=_matmul(64, 1024, 256))
-    group = next(
-        g for g in groups_of(module) if any(o.kind == "tx8be.MatMul" for o in g.regions[0].ops)
-    )
+    group = _matmul_group(module)
     got = search_group(group, HW, noc=True, timer=simulate_schedule)
     shared = [c for c in got.candidates if c.comm == "share"]
     assert shared
@@ -386,9 +386,7 @@ def test_only_strategies_that_read_a_load_alike_get_a_shared_twin() -> None:
     from tx8lab.core.schedule.tasks import OpStrategy, Strategy
 
     module = _scheduled(False, module=_matmul(64, 1024, 256))
-    group = next(
-        g for g in groups_of(module) if any(o.kind == "tx8be.MatMul" for o in g.regions[0].ops)
-    )
+    group = _matmul_group(module)
     mm = next(o for o in group.regions[0].ops if o.kind == "tx8be.MatMul")
     # (B, M, N, K): rows over 4 tiles -> the weight (K, N) is read alike by 4 tiles
     rows = Strategy({mm.id: OpStrategy((1, 4, 4, 1), (1, 1, 1, 1))})
