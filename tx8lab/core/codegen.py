@@ -83,6 +83,7 @@ from tx8lab.core.ops.registry import SliceShape
 from tx8lab.core.program import (
     GroupCode,
     Program,
+    collective_plan,
     group_code,
     group_schedule,
     lifetime_label,
@@ -100,7 +101,6 @@ from tx8lab.core.schedule.tasks import (
     Task,
 )
 from tx8lab.errors import Tx8labError
-from tx8lab.hw.collectives import allgather_plan, allreduce_plan
 from tx8lab.hw.config import ChipConfig
 
 _LOADS = frozenset({"tx8be.LoadVar", "tx8be.LoadConst"})
@@ -451,10 +451,7 @@ def _emit_noc(ctx: _Ctx, task: Task, loops: Sequence[tuple[str, int]], depth: in
             f"codegen: group %{ctx.group.id} has the NoC task {task.id} but no reduction for "
             f"{op.label}; re-run group-cost"
         )
-    if red.collective == "all-gather":
-        plan = allgather_plan(red.ways, red.pattern)  # type: ignore[arg-type]
-    else:
-        plan = allreduce_plan(red.ways, red.pattern)  # type: ignore[arg-type]
+    plan = collective_plan(red)
     n = c_name(f"%{op.id}")
     pos = [-1] * ctx.num_tiles
     team = [-1] * ctx.num_tiles

@@ -650,6 +650,13 @@ def _group_program(
     return out
 
 
+def collective_plan(red: NocReduce) -> AllReducePlan:
+    """The transfers of ``red``: its all-gather's or its all-reduce's plan."""
+    if red.collective == "all-gather":
+        return allgather_plan(red.ways, red.pattern)  # type: ignore[arg-type]
+    return allreduce_plan(red.ways, red.pattern)  # type: ignore[arg-type]
+
+
 def group_position(red: NocReduce, local: int, where: str) -> tuple[tuple[int, ...], int]:
     """The reduction (share) group of the region's tile ``local`` and its position in it.
 
@@ -1074,12 +1081,11 @@ class _Unroll:
             name, use_label(reads[name], self.generations), res.type.dtype,
             op_layout(op).value, where,
         )  # fmt: skip
+        plan = collective_plan(red)
         if red.collective == "all-gather":
-            plan = allgather_plan(red.ways, red.pattern)  # type: ignore[arg-type]
             readers = self.readers_of(op)
             return _NocSite(head, op.id, result, _same, None, red, plan, readers)
         staging = self._scratch(n, f"%{op.id}.noc", res.type.dtype, op_layout(op).value, where)
-        plan = allreduce_plan(red.ways, red.pattern)  # type: ignore[arg-type]
         return _NocSite(head, op.id, result, self.window_of(op, 0, result=True), staging, red, plan)
 
     def _scratch(self, n: int, name: str, dtype: str, layout: str, where: str) -> Access:
@@ -1436,6 +1442,7 @@ __all__ = [
     "Output",
     "Program",
     "build_program",
+    "collective_plan",
     "group_code",
     "group_position",
     "group_program",
