@@ -298,3 +298,36 @@ def test_search_gives_up_with_a_clear_error_when_nothing_fits(
     monkeypatch.setattr(search, "NO_FIT_FACTOR", 0)
     with pytest.raises(Tx8labError, match=r"no candidate fits in 64 B of usable SPM .*spm_bytes"):
         search_group(group, tiny, budget_s=0.5)
+
+
+@pytest.mark.parametrize(
+    ("name", "noc"), [("layout_align_demo", False), ("tiny_transformer_block", True)]
+)
+def test_the_plan_cut_saves_work_and_changes_no_choice(
+    name: str, noc: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Oracle: the same searches with the cut turned off (module docstring, "Plan cut")."""
+    from tx8lab.core.schedule import search as search_module
+    from tx8lab.core.simulate import simulate_schedule
+
+    groups = _groups(_grouped(name))
+
+    def searched() -> list[search_module.SearchResult]:
+        return [search_group(g, TX81, timer=simulate_schedule, noc=noc) for g in groups]
+
+    def played(result: search_module.SearchResult) -> list[tuple[int, str]]:
+        return sorted((c.cycles or 0, repr(c.strategy)) for c in result.candidates if c.simulated)
+
+    cut = searched()
+    monkeypatch.setattr(
+        search_module._Search, "plan_cut", lambda self, strategy, first: (None, (first,))
+    )
+    whole = searched()
+    for a, b in zip(cut, whole, strict=True):
+        assert a.best is not None
+        assert b.best is not None
+        assert (a.best.strategy, a.best.cycles) == (b.best.strategy, b.best.cycles)
+        assert played(a) == played(b)
+    skipped = sum(b.evaluated for b in whole) - sum(a.evaluated for a in cut)
+    assert skipped > 0
+    assert sum(a.pruned for a in cut) - sum(b.pruned for b in whole) == skipped

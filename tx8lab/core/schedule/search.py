@@ -72,6 +72,19 @@ Readings chosen where the seed is vague:
   dim and hoist a reload, so the bound is not monotone in the depth. A
   level whose every vector is pruned, or whose candidates do not beat the best found
   before it, ends the search (later levels use fewer tiles).
+- **Plan cut** (``search``): a depth that passes that bound and whose buffers' live bytes
+  fit the SPM runs sw-pipeline first; when its plan cycles are not below the
+  ``simulate_top``-th best plan so far (the best without a timer) it cannot be among the
+  candidates the simulator plays, nor the plan's best, so buffer-life, buffer-merge and
+  spm-alloc are skipped: it counts as ``pruned``, not evaluated, and the split walk goes
+  on as if it were an OK candidate of those cycles. So the result, the walk and the
+  candidates played are those without the cut. Not cut: a plain candidate while ``noc``
+  is on (the shared-loads twins come from the plain ones the plan ranks best among
+  themselves), and a candidate whose live bytes exceed the SPM (its allocation may
+  overflow, and the reduction-split retry below may then find another strategy). On
+  resnet50 with ``noc`` it skips 555 of the 861 K-sharded candidates that reach it:
+  their plan is about twice their busiest engine (the all-reduce of a chunk waits for
+  its last partial, and the store for the all-reduce), so the bound lets them through.
 - **Budget**: ``budget`` candidates evaluated (run through the stages; duplicates and
   pruned ones are not), checked between candidates; the search stops when it is spent
   *and* an ``OK`` candidate exists (a group is never left without a schedule by the
@@ -139,6 +152,7 @@ from tx8lab.core.ir import TERMINATORS, Op
 from tx8lab.core.ops import get_op_def
 from tx8lab.core.ops.registry import effective_split
 from tx8lab.core.schedule.chip_cuts import ChipCut, with_chips
+from tx8lab.core.schedule.estimate import estimate_group
 from tx8lab.core.schedule.sharding import (
     PropagateCache,
     ShardingLevel,
@@ -689,10 +703,13 @@ class _Search:
         self,
         where: tuple[int, str, int, str],
         strategy: Strategy | None,
-        first: StageRecord | None = None,
+        first: StageRecord | Sequence[StageRecord] | None = None,
         error: Tx8labError | None = None,
     ) -> Candidate:
-        """Run ``strategy`` through the stages and record its status (module docstring)."""
+        """Run ``strategy`` through the stages and record its status (module docstring).
+
+        ``first``: the records of its first stages the walk already ran (reused).
+        """
         index = len(self.rows)
         if strategy is None:
             assert error is not None
@@ -715,16 +732,17 @@ class _Search:
         index: int,
         where: tuple[int, str, int, str],
         strategy: Strategy,
-        first: StageRecord | None,
+        first: StageRecord | Sequence[StageRecord] | None,
     ) -> Candidate:
         note = ""
+        reuse = (first,) if isinstance(first, StageRecord) else tuple(first or ())
         try:
             run = run_group(
                 self.group,
                 strategy,
                 self.hw,
                 self.settings,
-                reuse=(first,) if first else (),
+                reuse=reuse,
                 cache=self.cache,
             )
         except SpmOverflow as exc:
@@ -824,6 +842,48 @@ class _Search:
             yield from self.levels()
         self.outs, self.ways = plain, 1
 
+    def rank_cut(self) -> int | None:
+        """The plan cycles a new candidate must beat to matter (module docstring, "Plan cut").
+
+        The ``simulate_top``-th best OK plan so far (the best without a timer); None while
+        fewer are known.
+        """
+        k = max(self.simulate_top, 1) if self.timer is not None else 1
+        ok = sorted(c.cycles or 0 for c in self.rows if c.status == "OK")
+        return ok[k - 1] if len(ok) >= k else None
+
+    def plan_cut(
+        self, strategy: Strategy, first: StageRecord
+    ) -> tuple[int | None, tuple[StageRecord, ...]]:
+        """The plan cycles of ``strategy`` when they cannot matter, else None; the records.
+
+        Only a k-reduce candidate (or any, with ``noc`` off: the shared-loads twins are
+        made from plain candidates the plan ranks best among their own) whose buffers'
+        live bytes fit the SPM is cut: an overflowing one takes the reduction-split retry
+        as before.
+        """
+        cut = self.rank_cut()
+        if cut is None or (self.noc and self.ways == 1):
+            return None, (first,)
+        if schedule_live_bytes(first.output, self.settings.multi_buffer) > (
+            self.hw.tile.spm_usable_bytes
+        ):
+            return None, (first,)
+        try:
+            head = run_group(
+                self.group,
+                strategy,
+                self.hw,
+                self.settings,
+                until="sw-pipeline",
+                reuse=(first,),
+                cache=self.cache,
+            )
+        except Tx8labError:
+            return None, (first,)
+        plan = estimate_group(head.timeline).cycles
+        return (plan if plan >= cut else None), head.records
+
     def bound(self, strategy: Strategy) -> tuple[int, StageRecord | None]:
         """The busiest engine of data-split (0 when slicing refuses) and its record."""
         try:
@@ -909,6 +969,7 @@ class _Search:
             given = head if depth == 0 else None
             strategy, error, split = given[0] if given else self.build(lj, vi, depth)
             first: StageRecord | None = None
+            reuse: tuple[StageRecord, ...] = ()
             if self.searching and strategy is not None and _key(strategy) not in self.seen:
                 bound, first = given[1:] if given else self.bound(strategy)
                 if first is not None and bound >= self.best_cycles():
@@ -919,8 +980,22 @@ class _Search:
                         self.pruned += n_depths - depth - 1
                         return
                     continue
+                if first is not None:
+                    plan, reuse = self.plan_cut(strategy, first)
+                    if plan is not None:
+                        # not among the plan's best: skipped; the walk goes on as if it
+                        # were the OK candidate of these cycles
+                        self.pruned += 1
+                        if low is None or plan < low:
+                            low, misses = plan, 0
+                            continue
+                        misses += 1
+                        if misses >= SPLIT_PATIENCE:
+                            self.pruned += n_depths - depth - 1
+                            return
+                        continue
             label = str(list(vec)) + (f" K/{self.ways}" if self.ways > 1 else "")
-            cand = self.evaluate((factor, label, depth, split), strategy, first, error)
+            cand = self.evaluate((factor, label, depth, split), strategy, reuse or first, error)
             yield self.snapshot(False)
             if self.mode != "search":
                 continue
