@@ -8,6 +8,12 @@ commands; two things Python does for each object cost more than the work it stan
   pipeline's modules included) again and again while finding nothing to free, which more
   than doubled the time of building a program. :func:`gc_paused` turns it off for the
   build; garbage with reference cycles made meanwhile is collected once it runs again.
+  What it then collects should be little: a recursive closure (``def walk(...)`` that calls
+  ``walk``) is a reference cycle (the function holds the cell that holds it), so whatever
+  it refers to, a whole init pipeline in slicing, stays until a collection. The hot ones
+  are module-level functions instead (their state passed in): on resnet50's pipeline
+  with ``group-cost.noc`` that cut the garbage the collector finds from some 415,000
+  objects to 2,100, and its time from about 0.3 s to 0.1 s.
 - **A frozen dataclass's ``__init__``** sets each field through ``object.__setattr__``
   (the class forbids plain assignment). For a class with ``slots=True`` (which also keeps
   each instance at a few words per field instead of a dict), :func:`constructor` gives a

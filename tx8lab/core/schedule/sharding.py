@@ -151,18 +151,19 @@ def get_shardings(rank: int, tiles: int) -> list[tuple[int, ...]]:
     if tiles < 1:
         raise Tx8labError(f"the tile count must be >= 1, got {tiles}")
     out: list[tuple[int, ...]] = []
-
-    def walk(prefix: tuple[int, ...], left: int) -> None:
-        if len(prefix) == rank:
-            if left == 1:
-                out.append(prefix)
-            return
-        for i in range(1, left + 1):
-            if left % i == 0:
-                walk((*prefix, i), left // i)
-
-    walk((), tiles)
+    _shardings((), tiles, rank, out)
     return out
+
+
+def _shardings(prefix: tuple[int, ...], left: int, rank: int, out: list[tuple[int, ...]]) -> None:
+    # module level, not a closure: a recursive closure is a reference cycle (tx8lab._bulk)
+    if len(prefix) == rank:
+        if left == 1:
+            out.append(prefix)
+        return
+    for i in range(1, left + 1):
+        if left % i == 0:
+            _shardings((*prefix, i), left // i, rank, out)
 
 
 @dataclass(frozen=True)

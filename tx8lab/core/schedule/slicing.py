@@ -107,7 +107,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -1189,16 +1189,6 @@ def _build(
             cycles, text = got
         return _new_task(it.id, it.op.id, it.engine, cycles, reads, writes, stage, text)
 
-    def convert(nodes: list[Any], stage: str) -> tuple[Node, ...]:
-        out: list[Node] = []
-        for n in nodes:
-            if isinstance(n, _Item):
-                out.append(task(n, stage))
-            else:
-                inner_stage, times, inner = n
-                out.append(Repeat(times, convert(inner, inner_stage), inner_stage))
-        return tuple(out)
-
     counts = ", ".join(f"{s}={plan.loop_counts[s]}" for s in STAGES)
     notes.insert(0, f"loop counts {counts}; {tiles} tiles")
     for op_id, red in reductions.items():
@@ -1212,8 +1202,25 @@ def _build(
             f"%{op_id} sums its partials over the NoC: {red.ways} tiles per group, "
             f"{red.pattern} all-reduce, {red.noc_bytes:,} bytes per run"
         )
-    si = ScheduleInput(body.group.id, convert(nested, ""), buffers, tiles, tuple(notes), reductions)
+    nodes = _convert(nested, "", task)
+    si = ScheduleInput(body.group.id, nodes, buffers, tiles, tuple(notes), reductions)
     return si, replace(plan, notes=tuple(notes))
+
+
+def _convert(nodes: list[Any], stage: str, task: Callable[[_Item, str], Task]) -> tuple[Node, ...]:
+    """Nested items as tasks and Repeats.
+
+    Module level, not a closure of :func:`_build`: a recursive closure is a reference
+    cycle, which would keep every init pipeline it saw until a collection (tx8lab._bulk).
+    """
+    out: list[Node] = []
+    for n in nodes:
+        if isinstance(n, _Item):
+            out.append(task(n, stage))
+        else:
+            inner_stage, times, inner = n
+            out.append(Repeat(times, _convert(inner, inner_stage, task), inner_stage))
+    return tuple(out)
 
 
 def noc_ways(dims: Sequence[IterDim], strategy: OpStrategy) -> int:

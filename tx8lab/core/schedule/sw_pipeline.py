@@ -148,40 +148,45 @@ def check_input(inp: ScheduleInput) -> dict[str, Task]:
     for buf in inp.buffers.values():
         _chain_root(inp.buffers, buf.id, where)
     imm_user: dict[str, str] = {}
-
-    def visit(nodes: Sequence[Node], path: str) -> None:
-        for node in nodes:
-            if isinstance(node, Repeat):
-                if node.times < 1 or not node.body:
-                    raise Tx8labError(
-                        f"{where}: Repeat at {path or 'top level'} has times={node.times} and "
-                        f"{len(node.body)} body nodes; a Repeat needs times >= 1 and a body"
-                    )
-                visit(node.body, f"{path}/Repeat({node.times})")
-                continue
-            if node.id in tasks:
-                raise Tx8labError(f"{where}: task id {node.id!r} appears twice; ids are unique")
-            if node.engine not in _ENGINE_BIT:
+    for node in _checked_tasks(inp.nodes, "", where):
+        if node.id in tasks:
+            raise Tx8labError(f"{where}: task id {node.id!r} appears twice; ids are unique")
+        if node.engine not in _ENGINE_BIT:
+            raise Tx8labError(
+                f"{where}: task {node.id!r} has engine {node.engine!r}; "
+                f"use one of {', '.join(ENGINES)}"
+            )
+        if node.cycles < 0:
+            raise Tx8labError(f"{where}: task {node.id!r} has negative cycles {node.cycles}")
+        for b in (*node.reads, *node.writes):
+            if b not in inp.buffers:
                 raise Tx8labError(
-                    f"{where}: task {node.id!r} has engine {node.engine!r}; "
-                    f"use one of {', '.join(ENGINES)}"
+                    f"{where}: task {node.id!r} uses buffer {b!r}, which is not in buffers"
                 )
-            if node.cycles < 0:
-                raise Tx8labError(f"{where}: task {node.id!r} has negative cycles {node.cycles}")
-            for b in (*node.reads, *node.writes):
-                if b not in inp.buffers:
-                    raise Tx8labError(
-                        f"{where}: task {node.id!r} uses buffer {b!r}, which is not in buffers"
-                    )
-                if inp.buffers[b].kind == "imm" and imm_user.setdefault(b, node.id) != node.id:
-                    raise Tx8labError(
-                        f"{where}: imm buffer {b!r} is used by tasks {imm_user[b]!r} and "
-                        f"{node.id!r}; scratch space belongs to one task"
-                    )
-            tasks[node.id] = node
-
-    visit(inp.nodes, "")
+            if inp.buffers[b].kind == "imm" and imm_user.setdefault(b, node.id) != node.id:
+                raise Tx8labError(
+                    f"{where}: imm buffer {b!r} is used by tasks {imm_user[b]!r} and "
+                    f"{node.id!r}; scratch space belongs to one task"
+                )
+        tasks[node.id] = node
     return tasks
+
+
+def _checked_tasks(nodes: Sequence[Node], path: str, where: str) -> Iterator[Task]:
+    """Every task of ``nodes`` in order; each Repeat on the way checked (``path``: where).
+
+    Module level, not closures: a recursive closure is a reference cycle (tx8lab._bulk).
+    """
+    for node in nodes:
+        if isinstance(node, Repeat):
+            if node.times < 1 or not node.body:
+                raise Tx8labError(
+                    f"{where}: Repeat at {path or 'top level'} has times={node.times} and "
+                    f"{len(node.body)} body nodes; a Repeat needs times >= 1 and a body"
+                )
+            yield from _checked_tasks(node.body, f"{path}/Repeat({node.times})", where)
+        else:
+            yield node
 
 
 def _chain_root(buffers: Mapping[str, Buffer], start: str, where: str) -> str:
@@ -308,16 +313,24 @@ def _expand(inp: ScheduleInput, multi_buffer: int) -> list[Instance]:
             writes.append(use)
         out.append(_new_instance(task, iteration, tuple(reads), tuple(writes), tuple(imm)))
 
-    def walk(nodes: Sequence[Node], iteration: tuple[int, ...]) -> None:
-        for node in nodes:
-            if isinstance(node, Task):
-                run(node, iteration)
-            else:
-                for i in range(node.times):
-                    walk(node.body, (*iteration, i))
-
-    walk(inp.nodes, ())
+    for task, iteration in _task_iterations(inp.nodes, ()):
+        run(task, iteration)
     return out
+
+
+def _task_iterations(
+    nodes: Sequence[Node], iteration: tuple[int, ...]
+) -> Iterator[tuple[Task, tuple[int, ...]]]:
+    """Every task instance of ``nodes`` in program order, with its Repeat indices.
+
+    Module level, not a closure: a recursive closure is a reference cycle (tx8lab._bulk).
+    """
+    for node in nodes:
+        if isinstance(node, Task):
+            yield node, iteration
+        else:
+            for i in range(node.times):
+                yield from _task_iterations(node.body, (*iteration, i))
 
 
 def _check_multi_buffer(multi_buffer: int) -> None:
