@@ -72,13 +72,14 @@ Readings chosen:
   dte kcore``), ``stall_ms`` and ``costliest_stall``. ``simulate_top=0`` is the seed's
   plan-only group-cost. A template hit takes its template's simulated figures (the same
   commands on other buffers).
-- **NoC reductions** (``noc``, off by default): the search also weighs strategies that
+- **NoC reductions** (``noc``, on by default): the search also weighs strategies that
   shard a matmul's K or a conv's IC across tiles and all-reduce the partial sums over the
   NoC, and strategies whose loads the tiles reading one window share (each loads a
   chunk, the chunks are all-gathered over the NoC; ``search`` module docstring);
-  ``noc=false`` is the non-communicating space. Every report entry carries ``comm``
-  (``k-reduce`` when a reduction dim is sharded across tiles, else ``share`` when a load
-  is shared, else ``none``) and ``noc_bytes`` (the payload bytes its reductions and
+  ``noc=false`` restores the non-communicating space, so the two can be compared. Every
+  report entry carries ``comm`` (``k-reduce`` when a reduction dim is sharded across
+  tiles, else ``share`` when a load is shared, else ``none``) and ``noc_bytes`` (the
+  payload bytes its reductions and
   all-gathers send, every run counted); a communicating one chosen by a search also
   ``noc_saved_cycles``: the best non-communicating candidate's cycles minus its own
   (ranked as the search ranks: simulated for the ones it played).
@@ -175,9 +176,9 @@ class GroupCost(Pass):
     )
     """The module docstring's "Simulated cost"."""
     noc: bool = knob(
-        False, "search strategies that shard a reduction dim and sum partials over the NoC"
+        True, "search strategies whose tiles talk over the NoC (k-reduce, shared loads)"
     )
-    """The module docstring's "NoC reductions" (``--set group-cost.noc=true``)."""
+    """The module docstring's "NoC reductions" (``--set group-cost.noc=false``: none)."""
 
     def run(self, module: Module, hw: ChipConfig) -> PassResult:
         return self.run_with(module, hw, PassContext())
