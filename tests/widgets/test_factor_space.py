@@ -131,7 +131,8 @@ def test_figure_points_front_best_and_status_bars(
 
 def test_exhaustive_conv_group_has_a_real_front() -> None:
     result = stored("tiny_cnn", "exhaustive", conv_id())
-    assert result.pruned == 0
+    # nothing pruned but the shared-loads twins that need not run
+    assert len(result.candidates) + result.pruned == result.space_size
     assert len(result.pareto()) == 4  # measured: the front is not a single point
     fig = factor_space_figure(result)
     assert len(by_role(fig, "pareto")[0].x) == 4
@@ -193,7 +194,7 @@ def test_levels_frame_is_the_first_output_ops_levels() -> None:
 def test_propagation_frame_gives_the_searched_strategy() -> None:
     result = stored("tiny_cnn", "exhaustive", conv_id())
     group = group_of(searched("tiny_cnn", "exhaustive"), conv_id())
-    checked = 0
+    checked = k_reduce = 0
     for cand in result.candidates:
         if cand.status != "OK" or cand.sharding == "default":
             continue
@@ -209,8 +210,14 @@ def test_propagation_frame_gives_the_searched_strategy() -> None:
                 cand.strategy.ops[op_id].split,
             )
         assert "output" in set(df["source"])
+        # a K-sharded candidate's conv says so (the search's noc_sharded, group-cost.noc)
+        assert ("k-reduce" in set(df["source"])) == cand.sharding.endswith(
+            tuple(f" K/{k}" for k in (2, 4, 8, 16))
+        )
+        k_reduce += "k-reduce" in set(df["source"])
         checked += 1
-    assert checked == 120
+    assert checked == sum(c.status == "OK" and c.sharding != "default" for c in result.candidates)
+    assert 0 < k_reduce < checked
     default = propagation_frame(group, result, 0)
     assert set(default["source"]) == {"default"}
 
@@ -240,7 +247,9 @@ def test_from_step_uses_the_stored_search_and_selects_the_best() -> None:
     assert view.result is result
     assert result.best is not None
     assert view.selected == result.best.index
-    assert view.candidates == len(result.candidates) == 121
+    # exhaustive: a row per candidate of the space, but the shared-loads twins it need not
+    # run (counted as pruned)
+    assert view.candidates == len(result.candidates) == result.space_size - result.pruned
     assert view.status == "OK"
     sched = view.scheduled()
     assert sched is not None
@@ -316,9 +325,7 @@ def test_from_step_searches_a_group_the_run_did_not_search() -> None:
     assert cost_step(steps).result.artifacts["searches"] == {}
     view = FactorSpaceView.from_step(steps, mlp_id(), mode="exhaustive")
     assert view.result.mode == "exhaustive"
-    assert view.result.evaluated == view.result.space_size - view.result.rejected().get(
-        "duplicate", 0
-    )
+    assert len(view.result.candidates) + view.result.pruned == view.result.space_size
     entry = next(e for e in cost_step(steps).result.artifacts["groups"] if e["id"] == mlp_id())
     assert view.result.best is not None
     assert view.result.best.cycles is not None

@@ -37,7 +37,9 @@ Readings chosen:
 - **Propagation of a candidate** is recomputed from its strategy's output ops
   (:func:`~tx8lab.core.schedule.sharding.propagate` of ``param_for`` of each output op's
   strategy): that gives the same strategy as the search (tested) plus the record per op.
-  The default strategy is not a propagation (slicing builds it per op), so it shows its
+  A ``k-reduce`` candidate (``K/k`` in its sharding) then has its reduction dims sharded
+  ``k`` ways as the search does (``search.noc_sharded``): the ops it changes say source
+  ``k-reduce``. The default strategy is not a propagation (slicing builds it per op), so it shows its
   strategy per op with source ``default``. Rejected candidates have no stored strategy and
   show only their first output op's split tries.
 - **from_step** takes the hardware the run used (default: the default preset, as
@@ -51,6 +53,7 @@ from __future__ import annotations
 
 import ast
 import html
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -70,6 +73,7 @@ from tx8lab.core.schedule.search import (
     SIMULATE_TOP,
     Candidate,
     SearchResult,
+    noc_sharded,
     search_group,
 )
 from tx8lab.core.schedule.sharding import (
@@ -222,7 +226,20 @@ def propagation_frame(group: Op, result: SearchResult, index: int) -> pd.DataFra
         op.id: param_for(op, strategy.ops.get(op.id, _no_shard(op))) for op in output_ops(group)
     }
     prop = propagate(group, outputs, multi_buffer=strategy.multi_buffer)
-    return pd.DataFrame(propagation_rows(prop), columns=columns)
+    rows = propagation_rows(prop)
+    ways = re.search(r" K/(\d+)$", cand.sharding)
+    if ways is not None:
+        sharded = noc_sharded(group, prop.strategy, int(ways.group(1)))
+        for row, record in zip(rows, prop.records, strict=True):
+            st = sharded.ops.get(record.op_id)
+            if st is not None and st != record.strategy:
+                row["source"] = "k-reduce"
+                row["shard (iter dims)"], row["split (iter dims)"] = st.shard, st.split
+                row["detail"] = (
+                    f"reduction dims sharded {ways.group(1)} ways: each tile sums a share, "
+                    "the partial sums are all-reduced over the NoC"
+                )
+    return pd.DataFrame(rows, columns=columns)
 
 
 def _no_shard(op: Op) -> OpStrategy:

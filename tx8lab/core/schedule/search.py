@@ -114,7 +114,9 @@ Readings chosen where the seed is vague:
   tiles read alike (``slicing.replicates_a_load``) run again with ``Strategy.share``: slicing
   shares each load whose chunk plus all-gather beats every tile loading it (slicing's
   **Shared loads**). A twin where no load is worth sharing is a ``duplicate``; the others
-  say ``comm == "share"``. The space counts a twin per plain candidate.
+  say ``comm == "share"``. The space counts a twin per plain candidate; a twin not run
+  (its plain candidate did not fit, reads no load alike, or is not among the
+  ``SHARE_TOP``) counts as ``pruned``.
 - **Memory.** Every OK candidate keeps its run (timeline, lifetimes, packing), so the
   factor-space view shows any candidate without scheduling it again.
 - **Simulated ranking** (issue 19: one tile model for every figure). The walk, its
@@ -815,12 +817,16 @@ class _Search:
             key=lambda c: (c.cycles or 0, c.index),
         )
         plain = [c for c in plain if c.strategy and replicates_a_load(self.group, c.strategy)]
+        todo = []
         for c in plain if self.mode == "exhaustive" else plain[:SHARE_TOP]:
             assert c.strategy is not None
             strategy = dataclasses.replace(c.strategy, share=True)
-            if _key(strategy) in self.seen:
-                continue
-            self.seen.add(_key(strategy))
+            if _key(strategy) not in self.seen:
+                self.seen.add(_key(strategy))
+                todo.append((c, strategy))
+        # the space counts a twin per plain slot: those not run are pruned
+        self.pruned += _space_size(self.outs) - len(todo)
+        for c, strategy in todo:
             where = (c.level, c.sharding, c.depth, c.split)
             cand = self._run(len(self.rows), where, strategy, None)
             if cand.status == "OK":
