@@ -396,6 +396,7 @@ def test_the_ir_alone_gives_back_each_groups_timeline_and_lifetimes() -> None:
                 for op in body
             },
             group.attrs["multi_buffer"],
+            bool(group.attrs.get("noc_share", False)),  # loads shared over the NoC
         )
         assert strategy.multi_buffer == 3
         si = schedule_input(group, strategy, TX81, multi_buffer=strategy.multi_buffer)

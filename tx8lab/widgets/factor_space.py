@@ -39,9 +39,9 @@ Readings chosen:
   strategy): that gives the same strategy as the search (tested) plus the record per op.
   A ``k-reduce`` candidate (``K/k`` in its sharding) then has its reduction dims sharded
   ``k`` ways as the search does (``search.noc_sharded``): the ops it changes say source
-  ``k-reduce``. The default strategy is not a propagation (slicing builds it per op), so it shows its
-  strategy per op with source ``default``. Rejected candidates have no stored strategy and
-  show only their first output op's split tries.
+  ``k-reduce``. The default strategy is not a propagation (slicing builds it per op), so
+  it shows its strategy per op with source ``default``. Rejected candidates have no
+  stored strategy and show only their first output op's split tries.
 - **from_step** takes the hardware the run used (default: the default preset, as
   ``tx8lab run`` without ``--hw``) and checks it: the chosen strategy re-run on ``hw``
   must give the cycles the step recorded, else a :class:`~tx8lab.errors.Tx8labError`
