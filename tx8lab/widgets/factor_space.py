@@ -226,20 +226,20 @@ def propagation_frame(group: Op, result: SearchResult, index: int) -> pd.DataFra
         op.id: param_for(op, strategy.ops.get(op.id, _no_shard(op))) for op in output_ops(group)
     }
     prop = propagate(group, outputs, multi_buffer=strategy.multi_buffer)
-    rows = propagation_rows(prop)
+    prop_rows = propagation_rows(prop)
     ways = re.search(r" K/(\d+)$", cand.sharding)
     if ways is not None:
         sharded = noc_sharded(group, prop.strategy, int(ways.group(1)))
-        for row, record in zip(rows, prop.records, strict=True):
-            st = sharded.ops.get(record.op_id)
-            if st is not None and st != record.strategy:
+        for row, record in zip(prop_rows, prop.records, strict=True):
+            cut = sharded.ops.get(record.op_id)
+            if cut is not None and cut != record.strategy:
                 row["source"] = "k-reduce"
-                row["shard (iter dims)"], row["split (iter dims)"] = st.shard, st.split
+                row["shard (iter dims)"], row["split (iter dims)"] = cut.shard, cut.split
                 row["detail"] = (
                     f"reduction dims sharded {ways.group(1)} ways: each tile sums a share, "
                     "the partial sums are all-reduced over the NoC"
                 )
-    return pd.DataFrame(rows, columns=columns)
+    return pd.DataFrame(prop_rows, columns=columns)
 
 
 def _no_shard(op: Op) -> OpStrategy:
