@@ -705,12 +705,12 @@ class _Search:
         self,
         where: tuple[int, str, int, str],
         strategy: Strategy | None,
-        first: StageRecord | Sequence[StageRecord] | None = None,
+        reuse: Sequence[StageRecord] = (),
         error: Tx8labError | None = None,
     ) -> Candidate:
         """Run ``strategy`` through the stages and record its status (module docstring).
 
-        ``first``: the records of its first stages the walk already ran (reused).
+        ``reuse``: the records of its first stages the walk already ran.
         """
         index = len(self.rows)
         if strategy is None:
@@ -721,7 +721,7 @@ class _Search:
             cand = Candidate(index, *where, "duplicate", "same strategy as before")
         else:
             self.seen.add(_key(strategy))
-            cand = self._run(index, where, strategy, first)
+            cand = self._run(index, where, strategy, reuse)
         if self.ways > 1:
             cand = dataclasses.replace(cand, comm="k-reduce")
         self.rows.append(cand)
@@ -734,10 +734,9 @@ class _Search:
         index: int,
         where: tuple[int, str, int, str],
         strategy: Strategy,
-        first: StageRecord | Sequence[StageRecord] | None,
+        reuse: Sequence[StageRecord],
     ) -> Candidate:
         note = ""
-        reuse = (first,) if isinstance(first, StageRecord) else tuple(first or ())
         try:
             run = run_group(
                 self.group,
@@ -828,7 +827,7 @@ class _Search:
         self.pruned += _space_size(self.outs) - len(todo)
         for c, strategy in todo:
             where = (c.level, c.sharding, c.depth, c.split)
-            cand = self._run(len(self.rows), where, strategy, None)
+            cand = self._run(len(self.rows), where, strategy, ())
             if cand.status == "OK":
                 gathers = cand.run.input.reductions.values() if cand.run is not None else ()
                 if any(r.collective == "all-gather" for r in gathers):
@@ -974,10 +973,10 @@ class _Search:
             self.check_no_fit()
             given = head if depth == 0 else None
             strategy, error, split = given[0] if given else self.build(lj, vi, depth)
-            first: StageRecord | None = None
             reuse: tuple[StageRecord, ...] = ()
             if self.searching and strategy is not None and _key(strategy) not in self.seen:
                 bound, first = given[1:] if given else self.bound(strategy)
+                reuse = (first,) if first is not None else ()
                 if first is not None and bound >= self.best_cycles():
                     # this depth cannot win: skipped, and a miss of the walk
                     self.pruned += 1
@@ -1001,7 +1000,7 @@ class _Search:
                             return
                         continue
             label = str(list(vec)) + (f" K/{self.ways}" if self.ways > 1 else "")
-            cand = self.evaluate((factor, label, depth, split), strategy, reuse or first, error)
+            cand = self.evaluate((factor, label, depth, split), strategy, reuse, error)
             yield self.snapshot(False)
             if self.mode != "search":
                 continue
