@@ -409,3 +409,100 @@ def test_the_html_report_names_the_groups_that_talk() -> None:
     talking = [t for t in df["NoC"] if t]
     (entry,) = [e for e in entries if e["comm"] != "none"]
     assert talking == [f"share, {entry['noc_saved_cycles']:,} saved"]
+
+
+# ---------------------------------------------------------------- gathers
+
+
+def _projection_into_heads() -> Module:
+    # a 256 -> 1024 projection of 16 rows split into 4 heads: the Reshape reads N whole
+    b = Builder()
+    x = b.input((1, 16, 256), "f16")
+    heads = b.op("Reshape", b.op("MatMul", x, b.weight((256, 1024), "f16")), shape=(1, 16, 4, 256))
+    b.output(b.op("Transpose", heads, perm=(0, 2, 1, 3)))
+    return b.finish()
+
+
+@pytest.fixture(scope="module")
+def gathered() -> tuple[Module, Program]:
+    module = _scheduled(True, module=_projection_into_heads())
+    return module, build_program(module, HW)
+
+
+def test_a_projection_read_whole_is_sharded_and_its_pieces_all_gathered(
+    gathered: tuple[Module, Program],
+) -> None:
+    module, program = gathered
+    st = _matmul_strategy(module)
+    ways = st.shard[2]  # (B, M, N, K)
+    assert ways > 1
+    assert st.shard[3] == 1  # no partial sums: a gather, not a k-reduce
+    mm = next(op for op in _matmul_group(module).regions[0].ops if op.kind == "tx8be.MatMul")
+    recvs = [c for cs in program.tiles.values() for c in cs if c.what == "recv"]
+    assert {c.op_id for c in recvs} == {mm.id}
+    # each of the 16 tiles holds its 16 x 1024 / ways piece and receives the others
+    got = sum(int(np.prod([b - a for a, b in c.writes[0].window])) * 2 for c in recvs)
+    assert got == 16 * (16 * 1024 * 2) * (ways - 1) // ways
+    # every payload crosses the links of its XY route: bytes times the Manhattan hops
+    sends = [c for cs in program.tiles.values() for c in cs if c.what == "send"]
+    cols = HW.mesh_cols
+
+    def hops(a: int, b: int) -> int:
+        return abs(a // cols - b // cols) + abs(a % cols - b % cols)
+
+    routed = sum(
+        int(np.prod([b - a for a, b in c.reads[0].window])) * 2 * hops(c.tile, c.peer)
+        for c in sends
+    )
+    sim = simulate_program(program, module, HW)
+    assert sum(sim.link_bytes().values()) == routed
+    ex = execute_module(module, HW, via="c")
+    assert ex.ok, ex.summary()
+    assert (
+        ex.trace == run_program(program, module, random_inputs(module, 0), HW.tile.spm_bytes).trace
+    )
+
+
+def test_a_lost_piece_of_a_gather_is_named(gathered: tuple[Module, Program]) -> None:
+    module, program = gathered
+    # one transfer (its send and its receive) left out: the Reshape reads the piece that
+    # never landed, which the host model names (SPM bytes no command wrote)
+    lost = next(c.tag for c in program.tiles[3] if c.what == "recv")
+    tiles = {t: tuple(c for c in cs if c.tag != lost) for t, cs in program.tiles.items()}
+    broken = dataclasses.replace(program, tiles=tiles)
+    with pytest.raises(ProgramError, match=r"tile 3 .*Reshape.* of which \d+ elements no command"):
+        run_program(broken, module, random_inputs(module, 0), HW.tile.spm_bytes)
+
+
+def test_the_report_names_the_gathering_group_and_noc_off_keeps_n_whole() -> None:
+    steps = list(
+        run_pipeline(_projection_into_heads(), build_pipeline(None, {"group-cost.noc": True}), HW)
+    )
+    entries = next(s for s in steps if s.name == "group-cost").result.artifacts["groups"]
+    (entry,) = [e for e in entries if e["comm"] != "none"]
+    assert entry["comm"] == "gather"
+    assert entry["noc_saved_cycles"] > 0
+    off = _matmul_strategy(_scheduled(False, module=_projection_into_heads()))
+    assert off.shard[2] == 1
+
+
+def test_the_view_draws_gathering_candidates_as_pentagons() -> None:
+    from tx8lab.core.schedule.search import search_group
+    from tx8lab.widgets.factor_space import factor_space_figure, propagation_frame
+
+    group = _matmul_group(_scheduled(False, module=_projection_into_heads()))
+    got = search_group(group, HW, noc=True, timer=simulate_schedule)
+    rows = [c for c in got.candidates if c.comm == "gather"]
+    assert rows
+    assert all(" G/" in c.sharding for c in rows)
+    fig = factor_space_figure(got)
+    marks = [t for t in fig.data if (t.meta or {}).get("comm") == "gather"]
+    assert marks
+    assert all(t.marker.symbol == "pentagon" for t in marks)
+    best = next(c for c in rows if c.status == "OK")
+    frame = propagation_frame(group, got, best.index)
+    mm = next(op for op in group.regions[0].ops if op.kind == "tx8be.MatMul")
+    row = frame[frame["op"].str.startswith(f"%{mm.id} ")].iloc[0]
+    assert row["source"] == "gather"
+    assert best.strategy is not None
+    assert tuple(row["shard (iter dims)"]) == best.strategy.ops[mm.id].shard

@@ -762,15 +762,26 @@ def _with(group: Op, **by_kind: tuple[tuple[int, ...], tuple[int, ...]]) -> Stra
     return Strategy(ops, 2)
 
 
-def test_a_dim_another_op_reads_whole_is_not_sharded() -> None:
+def test_a_dim_another_op_reads_whole_is_gathered_over_the_noc() -> None:
     group = matmul_into_heads()
-    # MatMul dims B0 M N K: sharding N would leave each tile a piece of what the Reshape
-    # reads whole
-    bad = _with(group, MatMul=((1, 1, 4, 1), (1, 1, 1, 1)))
-    with pytest.raises(Tx8labError, match=r"reads .* whole along that dim"):
-        plan_group(group, bad, TX81)
-    st = default_strategy(group, TX81)
     mm = body_id(group, "MatMul")
+    # MatMul dims B0 M N K: with N sharded each tile computes 16 x 32 of what the Reshape
+    # reads whole (16 x 128): the four tiles all-gather their pieces after the MatMul
+    si = schedule_input(group, _with(group, MatMul=((1, 1, 4, 1), (1, 1, 1, 1))), TX81)
+    ids = [t.id for t in si.nodes]
+    assert ids.index(f"noc:%{mm}") == ids.index(f"ne:%{mm}") + 1
+    red = si.reductions[mm]
+    assert (red.collective, red.ways, red.chunk_dim) == ("all-gather", 4, 2)
+    # 4 tiles shard the MatMul, the other 12 of the 16 repeat them: four groups of four
+    assert red.groups == ((0, 1, 2, 3), (4, 5, 6, 7), (8, 9, 10, 11), (12, 13, 14, 15))
+    assert si.buffers[f"%{mm}"].bytes == 16 * 128 * 2  # the whole N, not the 16 x 32 piece
+    assert not any(b.endswith(".noc") for b in si.buffers)  # it lands in place
+    # a gathered dim split in time too is refused, naming both
+    both = _with(group, MatMul=((1, 1, 4, 1), (1, 1, 2, 1)))
+    with pytest.raises(Tx8labError, match=r"shards dim N over 4 tiles.*also splits it in time"):
+        plan_group(group, both, TX81)
+    # the default strategy talks to no tile: it still keeps N whole
+    st = default_strategy(group, TX81)
     assert st.ops[mm].shard[2] == 1, st.ops[mm]
 
 

@@ -477,7 +477,11 @@ def _emit_noc(ctx: _Ctx, task: Task, loops: Sequence[tuple[str, int]], depth: in
     ctx.statics += [
         f"/* noc:%{n}: {red.pattern} {red.collective} of %{n}"
         + (
-            f" (a shared load), {red.ways} tiles per share group"
+            (
+                f" (a shared load), {red.ways} tiles per share group"
+                if op.kind in _LOADS
+                else f"'s pieces (read whole), {red.ways} tiles per gather group"
+            )
             if red.collective == "all-gather"
             else f"'s partial sums, {red.ways} tiles per reduction group"
         )

@@ -764,7 +764,10 @@ class _NocSite:
     reduce: NocReduce
     plan: AllReducePlan
     readers: tuple[tuple[int, _WindowOf], ...] | None = None
-    """An all-gather: the load's compute readers (its window is theirs, as the load's)."""
+    """An all-gather: the value's compute readers (its window is theirs, as the load's)."""
+    computed: bool = False
+    """An all-gather of a compute op's pieces: position ``p`` holds the op's result window
+    on the ``p``-th tile of its group (else the chunks of the readers' window)."""
 
 
 _Site = _LoadSite | _StoreSite | _ComputeSite | _NocSite
@@ -1084,7 +1087,10 @@ class _Unroll:
         plan = collective_plan(red)
         if red.collective == "all-gather":
             readers = self.readers_of(op)
-            return _NocSite(head, op.id, result, _same, None, red, plan, readers)
+            if op.kind in LOADS:
+                return _NocSite(head, op.id, result, _same, None, red, plan, readers)
+            window = self.window_of(op, 0, result=True)
+            return _NocSite(head, op.id, result, window, None, red, plan, readers, computed=True)
         staging = self._scratch(n, f"%{op.id}.noc", res.type.dtype, op_layout(op).value, where)
         return _NocSite(head, op.id, result, self.window_of(op, 0, result=True), staging, red, plan)
 
@@ -1115,9 +1121,13 @@ class _Unroll:
         """
         red = site.reduce
         group, pos = group_position(red, local, f"group %{self.group.id} %{site.op_id}")
-        chunks = chunk_boxes(window, red.chunks, red.chunk_dim)
         st = site.staging
         group_id, _, _, op_id, _, _, _, at, _ = site.head
+        if site.computed:  # each position's own piece
+            box = self.boxes.compute_box
+            chunks = [site.window(box(site.op_id, g, at)) for g in group]
+        else:
+            chunks = chunk_boxes(window, red.chunks, red.chunk_dim)
         out: list[tuple[What, str, tuple[Any, ...], tuple[Any, ...], int, str]] = []
 
         def landing(t: Transfer, chunk: Window) -> Any:

@@ -28,7 +28,8 @@ Readings chosen:
   pattern; a candidate whose tiles all-reduce partial sums over the NoC is a triangle
   of its level's colour (:data:`COMM_SYMBOLS`), named "..., k-reduce over the NoC"; one
   whose loads are shared (a chunk per tile, all-gathered) a square, "..., share over
-  the NoC".
+  the NoC"; one whose computed pieces are all-gathered for an op reading them whole a
+  pentagon, "..., gather over the NoC".
 - **Chosen** = ``result.best`` (a star); the **default strategy** = the candidate with
   ``sharding == "default"`` (a diamond), so "how much did the search win" is one look.
 - **Selection** = a candidate index (``Candidate.index``), clamped to the candidates, as
@@ -39,8 +40,10 @@ Readings chosen:
   strategy): that gives the same strategy as the search (tested) plus the record per op.
   A ``k-reduce`` candidate (``K/k`` in its sharding) then has its reduction dims sharded
   ``k`` ways as the search does (``search.noc_sharded``): the ops it changes say source
-  ``k-reduce``. The default strategy is not a propagation (slicing builds it per op), so
-  it shows its strategy per op with source ``default``. Rejected candidates have no
+  ``k-reduce``; a ``gather`` one (``G/k``) has its dims read whole sharded ``k`` ways
+  (``slicing.gather_sharded``), source ``gather``. The default strategy is not a
+  propagation (slicing builds it per op), so it shows its strategy per op with source
+  ``default``. Rejected candidates have no
   stored strategy and show only their first output op's split tries.
 - **from_step** takes the hardware the run used (default: the default preset, as
   ``tx8lab run`` without ``--hw``) and checks it: the chosen strategy re-run on ``hw``
@@ -53,6 +56,7 @@ from __future__ import annotations
 
 import ast
 import html
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -86,7 +90,7 @@ from tx8lab.core.schedule.sharding import (
     split_tries,
     split_try_rows,
 )
-from tx8lab.core.schedule.slicing import group_tile_budget
+from tx8lab.core.schedule.slicing import gather_sharded, group_tile_budget
 from tx8lab.core.schedule.stages import GroupRun
 from tx8lab.core.schedule.tasks import OpStrategy
 from tx8lab.core.simulate import simulate_schedule
@@ -109,7 +113,12 @@ _BEST_COLOR = "#f1c40f"
 _DEFAULT_COLOR = "#333333"
 #: Marker of a candidate by its communication pattern (``Candidate.comm``): the colour is
 #: its level, a triangle a candidate whose tiles sum partials over the NoC.
-COMM_SYMBOLS: dict[str, str] = {"none": "circle", "k-reduce": "triangle-up", "share": "square"}
+COMM_SYMBOLS: dict[str, str] = {
+    "none": "circle",
+    "k-reduce": "triangle-up",
+    "share": "square",
+    "gather": "pentagon",
+}
 
 
 def check_group(group: Any, what: str) -> Op:
@@ -227,18 +236,35 @@ def propagation_frame(group: Op, result: SearchResult, index: int) -> pd.DataFra
     }
     prop = propagate(group, outputs, multi_buffer=strategy.multi_buffer)
     prop_rows = propagation_rows(prop)
-    ways = re.search(r" K/(\d+)$", cand.sharding)
+    ways = re.search(r" ([KG])/(\d+)$", cand.sharding)
     if ways is not None:
-        sharded = noc_sharded(group, prop.strategy, int(ways.group(1)))
+        k = int(ways.group(2))
+        if ways.group(1) == "K":
+            sharded = noc_sharded(group, prop.strategy, k)
+            source, detail = (
+                "k-reduce",
+                (
+                    f"reduction dims sharded {k} ways: each tile sums a share, the partial sums "
+                    "are all-reduced over the NoC"
+                ),
+            )
+        else:
+            # the group's tiles bound no accepted dim tighter than the widest op does
+            tiles = max(math.prod(st.shard) for st in strategy.ops.values())
+            sharded = gather_sharded(group, prop.strategy, k, tiles)
+            source, detail = (
+                "gather",
+                (
+                    f"dims another op reads whole sharded {k} ways: the tiles all-gather the "
+                    "pieces over the NoC"
+                ),
+            )
         for row, record in zip(prop_rows, prop.records, strict=True):
             cut = sharded.ops.get(record.op_id)
             if cut is not None and cut != record.strategy:
-                row["source"] = "k-reduce"
+                row["source"] = source
                 row["shard (iter dims)"], row["split (iter dims)"] = cut.shard, cut.split
-                row["detail"] = (
-                    f"reduction dims sharded {ways.group(1)} ways: each tile sums a share, "
-                    "the partial sums are all-reduced over the NoC"
-                )
+                row["detail"] = detail
     return pd.DataFrame(prop_rows, columns=columns)
 
 

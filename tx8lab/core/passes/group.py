@@ -49,6 +49,10 @@ class Group(Pass):
         "auto", "pattern config for strategy=pattern (auto: cnn when Conv2d ops >= matmuls)"
     )
     """The group-pattern config (``tx8lab/core/data/group_patterns_<name>.txt``)."""
+    patterns_file: str = knob(
+        "", "a pattern file to use instead of opt_group's config (strategy=pattern)"
+    )
+    """group-pattern's ``patterns_file``: a file of one's own patterns; empty: none."""
     graph: str = knob("opu", "HDFG for strategy=hdfg (tx8lab/core/data/hdfg_<name>.txt)")
     """The group-hdfg hardware dataflow graph."""
 
@@ -57,7 +61,9 @@ class Group(Pass):
         # the knob's choices are checked when the pass is made, so the key exists
         cls = GROUPERS[self.strategy]
         knobs = (
-            {"opt_group": self.opt_group} if self.strategy == "pattern" else {"graph": self.graph}
+            {"opt_group": self.opt_group, "patterns_file": self.patterns_file}
+            if self.strategy == "pattern"
+            else {"graph": self.graph}
         )
         return cls(**knobs)
 

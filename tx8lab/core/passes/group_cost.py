@@ -78,7 +78,8 @@ Readings chosen:
   chunk, the chunks are all-gathered over the NoC; ``search`` module docstring);
   ``noc=false`` restores the non-communicating space, so the two can be compared. Every
   report entry carries ``comm`` (``k-reduce`` when a reduction dim is sharded across
-  tiles, else ``share`` when a load is shared, else ``none``) and ``noc_bytes`` (the
+  tiles, else ``gather`` when a computed value read whole is all-gathered, else
+  ``share`` when a load is shared, else ``none``) and ``noc_bytes`` (the
   payload bytes its reductions and
   all-gathers send, every run counted); a communicating one chosen by a search also
   ``noc_saved_cycles``: the best non-communicating candidate's cycles minus its own
@@ -94,11 +95,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tx8lab.core.attrs import TAG_DDR
+from tx8lab.core.grouping import is_compute
 from tx8lab.core.ir import Block, Module, Op
 from tx8lab.core.passes.base import Decision, Pass, PassContext, PassResult, knob
 from tx8lab.core.schedule.chip_cuts import ChipCut
@@ -335,7 +337,7 @@ class GroupCost(Pass):
             "candidates_evaluated": got.evaluated,
             "search_space_size": got.space_size,
             "template_hit": False,
-            "comm": _comm(inp.reductions.values()),
+            "comm": _comm(group, inp.reductions),
             "noc_bytes": noc_bytes(inp),
         }
         if inp.reductions and got.search is not None:
@@ -545,12 +547,18 @@ def _annotated(
     )
 
 
-def _comm(collectives: Iterable[NocReduce]) -> str:
-    """The report's ``comm``: ``k-reduce``, else ``share``, else ``none``."""
-    kinds = {c.collective for c in collectives}
-    if "all-reduce" in kinds:
+def _comm(group: Op, collectives: Mapping[int, NocReduce]) -> str:
+    """The report's ``comm``: ``k-reduce``, else ``gather``, else ``share``, else ``none``.
+
+    An all-gather after a compute op is a gather (its pieces are read whole), after a load
+    a shared load.
+    """
+    if any(c.collective == "all-reduce" for c in collectives.values()):
         return "k-reduce"
-    return "share" if kinds else "none"
+    computed = {op.id for op in group.regions[0].ops if is_compute(op)}
+    if any(k in computed for k in collectives):
+        return "gather"
+    return "share" if collectives else "none"
 
 
 def _strategy_fields(strategy: Strategy) -> dict[str, Any]:

@@ -109,6 +109,15 @@ Readings chosen where the seed is vague:
   the budget and the level rules apply as to any candidate, and the space counts them.
   Producers of a K-sharded operand are not asked to cut K (they compute it whole and
   each tile reads its share).
+- **Gathers** (``noc=True``; slicing's **Gathers**). For each width ``k`` of
+  :func:`~tx8lab.core.schedule.slicing.gather_ways_of` (2, 4, 8, 16 while it divides the
+  tiles and some dim that a compute op produces and another reads whole is that long),
+  the walk runs again as for a NoC reduction width: the output op's levels over
+  ``tiles / k`` tiles, propagated, then each such dim sharded ``k`` ways on every op that
+  has it (:func:`~tx8lab.core.schedule.slicing.gather_sharded`), so the tiles all-gather
+  the pieces for the reader instead of each computing the whole. Rows say ``G/k`` and
+  ``comm == "gather"``. The widths run narrowest first, a width's gathers before its
+  reductions, so a budget spent on one kind leaves the other its narrow widths.
 - **Shared loads** (``noc=True``). Then the ``SHARE_TOP`` plain candidates the plan ranks
   best (every OK plain one in ``exhaustive``) among those some load of which several
   tiles read alike (``slicing.replicates_a_load``) run again with ``Strategy.share``: slicing
@@ -172,6 +181,8 @@ from tx8lab.core.schedule.slicing import (
     default_schedule,
     default_strategy,
     engine_busy_cycles,
+    gather_sharded,
+    gather_ways_of,
     group_tile_budget,
     replicates_a_load,
     schedule_live_bytes,
@@ -253,8 +264,9 @@ class Candidate:
     """Played by the tile simulator (module docstring, "Simulated ranking")."""
     comm: str = "none"
     """``k-reduce`` when its reduction dims are sharded across tiles (module docstring,
-    "NoC reductions"), ``share`` when some load is shared over the NoC ("Shared loads"),
-    else ``none``."""
+    "NoC reductions"), ``gather`` when dims read whole are sharded and all-gathered
+    ("Gathers"), ``share`` when some load is shared over the NoC ("Shared loads"), else
+    ``none``."""
 
 
 def _evaluated(rows: Sequence[Candidate]) -> int:
@@ -427,13 +439,23 @@ def space_size(group: Op, hw: ChipConfig, *, noc: bool = False) -> int:
     return _space_size(outs, _comm_outs(group, tiles) if noc and outs else {}, share=noc)
 
 
-def _comm_outs(group: Op, tiles: int) -> dict[int, list[_Out]]:
-    """NoC reduction width -> the output ops' levels over ``tiles / width`` tiles."""
-    return {k: _outs(group, tiles // k) for k in noc_ways_of(group, tiles)}
+Comm = tuple[Literal["k-reduce", "gather"], int]
+"""A kind of communicating candidate and its width: tiles per reduction or gather group."""
+
+
+def _comm_outs(group: Op, tiles: int, cache: SliceCache | None = None) -> dict[Comm, list[_Out]]:
+    """(kind, width) -> the output ops' levels over ``tiles / width`` tiles.
+
+    Width by width, narrowest first, a width's gathers before its reductions (module
+    docstring): a budget spent on one kind leaves the other its narrow widths.
+    """
+    kinds: list[Comm] = [("k-reduce", k) for k in noc_ways_of(group, tiles)]
+    kinds += [("gather", k) for k in gather_ways_of(group, tiles, cache)]
+    return {c: _outs(group, tiles // c[1]) for c in sorted(kinds, key=lambda c: (c[1], c[0]))}
 
 
 def _space_size(
-    outs: list[_Out], comm: Mapping[int, list[_Out]] | None = None, *, share: bool = False
+    outs: list[_Out], comm: Mapping[Comm, list[_Out]] | None = None, *, share: bool = False
 ) -> int:
     """The default plus every (vector, depth) of ``outs``, and of each width's in ``comm``.
 
@@ -534,6 +556,10 @@ def _key(strategy: Strategy) -> tuple[Any, ...]:
     return (*ops, strategy.share)
 
 
+#: The row label of a communicating candidate: its vector, then ``K/k`` or ``G/k``.
+COMM_LABEL = {"k-reduce": "K", "gather": "G"}
+
+
 def noc_ways_of(group: Op, tiles: int) -> list[int]:
     """The NoC reduction widths a search tries (module docstring, "NoC reductions").
 
@@ -626,8 +652,11 @@ class _Search:
         tiles = group_tile_budget(group, hw)
         self.outs = _outs(group, tiles) if mode != "default" else []
         self.ways = 1
-        """Tiles per NoC reduction group of the candidates being built (1: none)."""
-        self.comm = _comm_outs(group, tiles) if noc and self.outs else {}
+        """Tiles per NoC reduction (gather) group of the candidates being built (1: none)."""
+        self.kind: Literal["k-reduce", "gather"] = "k-reduce"
+        """What the candidates being built send over the NoC when ``ways > 1``."""
+        self.tiles = tiles
+        self.comm = _comm_outs(group, tiles, self.cache) if noc and self.outs else {}
         self.noc = noc and bool(self.outs)
         self.size = _space_size(self.outs, self.comm, share=self.noc) if mode != "default" else 1
         self.rows: list[Candidate] = []
@@ -723,7 +752,7 @@ class _Search:
             self.seen.add(_key(strategy))
             cand = self._run(index, where, strategy, reuse)
         if self.ways > 1:
-            cand = dataclasses.replace(cand, comm="k-reduce")
+            cand = dataclasses.replace(cand, comm=self.kind)
         self.rows.append(cand)
         if cand.status == "OK" and (self.best is None or (cand.cycles or 0) < self.best_cycles()):
             self.best = cand
@@ -801,7 +830,11 @@ class _Search:
                 multi_buffer=self.settings.multi_buffer,
                 cache=self.propagation,
             )
-            strategy = noc_sharded(self.group, prop.strategy, self.ways)
+            strategy = (
+                noc_sharded(self.group, prop.strategy, self.ways)
+                if self.kind == "k-reduce"
+                else gather_sharded(self.group, prop.strategy, self.ways, self.tiles, self.cache)
+            )
         except Tx8labError as exc:
             return None, exc, ""
         split = strategy.ops[first.op.id].split
@@ -842,10 +875,10 @@ class _Search:
     def comm_levels(self) -> Iterator[SearchResult]:
         """The levels again for each NoC reduction width (module docstring)."""
         plain = self.outs
-        for ways, outs in self.comm.items():
-            self.outs, self.ways = outs, ways
+        for (kind, ways), outs in self.comm.items():
+            self.outs, self.ways, self.kind = outs, ways, kind
             yield from self.levels()
-        self.outs, self.ways = plain, 1
+        self.outs, self.ways, self.kind = plain, 1, "k-reduce"
 
     def rank_cut(self) -> int | None:
         """The plan cycles a new candidate must beat to matter (module docstring, "Plan cut").
@@ -999,7 +1032,8 @@ class _Search:
                             self.pruned += n_depths - depth - 1
                             return
                         continue
-            label = str(list(vec)) + (f" K/{self.ways}" if self.ways > 1 else "")
+            comm = f" {COMM_LABEL[self.kind]}/{self.ways}" if self.ways > 1 else ""
+            label = str(list(vec)) + comm
             cand = self.evaluate((factor, label, depth, split), strategy, reuse, error)
             yield self.snapshot(False)
             if self.mode != "search":

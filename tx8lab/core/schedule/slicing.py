@@ -36,8 +36,20 @@ Readings chosen where the seed is vague:
   error naming both dims.
 - **Reads of the whole.** A group dim that a compute op produces in pieces while another
   op reads the value whole along it (a MatMul's N feeding a Reshape that splits it into
-  heads) cannot be sharded: a tile would need the other tiles' pieces. It can be split in
-  time: the buffer then holds every chunk side by side (``Buffer.chunk_loops``).
+  heads) can be split in time: the buffer then holds every chunk side by side
+  (``Buffer.chunk_loops``). Sharded, it is gathered (below).
+- **Gathers** (issue "spatial": tile-to-tile transfers instead of recomputing). When such a
+  dim is sharded across tiles, each tile computes its piece into a buffer that holds the
+  whole dim, and a ``noc:%7`` task (engine ``tdma``) right after the op all-gathers the
+  pieces in place over the tiles that differ only on the gathered dims
+  (``NocReduce.collective == "all-gather"``, position ``p`` sending the op's window on
+  its ``p``-th tile; the pattern the fastest simulated, ``collectives.allgather_over_noc``),
+  so the reader finds the whole value, as after a shared load. The reader and the ops
+  after it run on every tile of a gather group alike. Readings: only an op's first
+  result is gathered; a gathered dim is not split in time as well (the gather would have
+  to wait for the last chunk: an error naming both), and an op does not both gather and
+  sum partials over the NoC. The default strategy gathers nothing (it talks to no tile);
+  a search tries it (``search.gather_sharded``).
 - **Consistency.** Within one group dim every op splits by the same factor or by 1; 1 means
   the op takes that dim whole, so it runs outside that loop and its buffer holds every
   chunk. Other mixes are an error naming both ops.
@@ -300,11 +312,6 @@ class _Body:
         """Compute op -> the group dim of each iteration dim."""
         self.loops = {o: tuple(self.loop_of[r] for r in roots) for o, roots in self.roots.items()}
         """Compute op -> the loop of each iteration dim."""
-        self.read_whole_dims = {
-            o: [(i, self.read_whole[r]) for i, r in enumerate(roots) if r in self.read_whole]
-            for o, roots in self.roots.items()
-        }
-        """Compute op -> its dims that another op reads whole (with that op and value)."""
         self.reductions: dict[tuple[Any, ...], NocReduce] = {}
         """:func:`_noc_reduce`'s answers by what they depend on."""
         self._chips: list[ChipConfig] = []
@@ -426,6 +433,9 @@ class _Body:
             for i in range(len(self.dims[op.id])):
                 find((op.id, i))
         taken_whole: list[tuple[tuple[int, int], Op, ValueKey]] = []
+        self.read_whole_by: dict[int, list[tuple[int, int, int, Op]]] = {}
+        """Compute op -> (its iteration dim, result index, that result's dim, a reader) of
+        each dim of its results that a compute op reads whole (**Gathers**)."""
         for key in list(self.producer):
             prod, r = self.producer[key]
             readers = self.compute_users(key)
@@ -453,6 +463,9 @@ class _Body:
                 made = prod.id in self.dims and self.rmaps[prod.id][r][e] is not None
                 if made and whole and prod.results[r].type.shape[e] > 1:
                     taken_whole.append((members[0], whole[0], key))
+                    d = self.rmaps[prod.id][r][e]
+                    assert d is not None
+                    self.read_whole_by.setdefault(prod.id, []).append((d, r, e, whole[0]))
         self.group_dim: dict[tuple[int, int], tuple[int, int]] = {m: find(m) for m in parent}
         loops: dict[tuple[int, int], set[str]] = {}
         for (op_id, i), root in self.group_dim.items():
@@ -516,15 +529,22 @@ def _plan(body: _Body, strategy: Strategy) -> SlicePlan:
                 "give one per compute op (or pass strategy=None for the default)"
             )
         slices[op.id] = body.slice_shape(op, st)
-        for i, (reader, key) in body.read_whole_dims[op.id]:
-            shard = st.shard[i]
-            if shard > 1:
+        for i, r, _, reader in body.read_whole_by.get(op.id, ()):
+            shard, split = st.shard[i], st.split[i]
+            if shard == 1:
+                continue
+            why = ""
+            if split > 1:
+                why = f"also splits it in time by {split}; shard it or split it, not both"
+            elif r > 0:
+                why = "a result other than the first is not gathered; shard another dim"
+            elif noc_ways(body.dims[op.id], st) > 1:
+                why = "also sums partials over the NoC; shard its reduction dim or this one"
+            if why:
                 raise Tx8labError(
                     f"group %{body.group.id}: {_label(op)} shards dim {body.dims[op.id][i].name} "
-                    f"over {shard} tiles, but {_label(reader)} reads "
-                    f"{_value_text(body, key)} whole along that dim, so a tile would need the "
-                    "other tiles' pieces (tile-to-tile traffic is not in the schedule); shard "
-                    "another dim, or split this one in time"
+                    f"over {shard} tiles, which {_label(reader)} reads whole (the tiles would "
+                    f"all-gather the pieces over the NoC), but it {why}"
                 )
     # each group dim splits by one factor (or 1: that op takes it whole)
     factor: dict[tuple[int, int], tuple[int, tuple[int, int]]] = {}
@@ -804,9 +824,19 @@ def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
                     clobbers=list(clobbers),
                 )
             )
+            res = op.results[0].key
+            if _gathered(body, op.id, p.strategy):
+                # after each piece: the tiles' pieces, all-gathered in place for the readers
+                whole = p.slice.results[0]
+                for user, j in body.compute_users(res):
+                    got = ops[user.id].slice.operands[j]
+                    whole = tuple(max(a, b) for a, b in zip(whole, got, strict=True))
+                gather = {res: whole}
+                items.append(
+                    _Item(op, "tdma", changes[res], [res], [], gather, clobbers=[res], noc=True)
+                )
             if noc_ways(p.dims, p.strategy) > 1:
                 # after its last partial: sum the tiles' partials in place, once per result chunk
-                res = op.results[0].key
                 items.append(
                     _Item(
                         op,
@@ -821,6 +851,11 @@ def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
                 )
     _check_clobbers(body, items)
     return _gathers_after_their_indices(items)
+
+
+def _gathered(body: _Body, op_id: int, st: OpStrategy) -> list[tuple[int, int]]:
+    """(iteration dim, result dim) of each sharded dim of ``op_id``'s result read whole."""
+    return [(i, e) for i, _, e, _ in body.read_whole_by.get(op_id, ()) if st.shard[i] > 1]
 
 
 def gather_readers(
@@ -1157,9 +1192,11 @@ def _build(
             staging = f"%{it.op.id}.noc"
             writes = (*writes, staging) if staging in buffers else writes
             what = (
-                f"all-gather of {red.ways} loaded chunks"
-                if red.collective == "all-gather"
-                else f"all-reduce of {red.ways} partial sums"
+                f"all-reduce of {red.ways} partial sums"
+                if red.collective != "all-gather"
+                else f"all-gather of {red.ways} loaded chunks"
+                if it.op.id in shares
+                else f"all-gather of {red.ways} computed pieces"
             )
             text = (
                 f"{it.id} {what} over the NoC, {red.pattern} "
@@ -1192,6 +1229,12 @@ def _build(
     counts = ", ".join(f"{s}={plan.loop_counts[s]}" for s in STAGES)
     notes.insert(0, f"loop counts {counts}; {tiles} tiles")
     for op_id, red in reductions.items():
+        if red.collective == "all-gather" and op_id not in shares:
+            notes.append(
+                f"%{op_id}'s pieces are read whole: its {red.ways} tiles per group "
+                f"{red.pattern} all-gather them, {red.noc_bytes:,} bytes per run"
+            )
+            continue
         if red.collective == "all-gather":
             notes.append(
                 f"%{op_id} is loaded once per {red.ways} tiles that read it alike: each loads "
@@ -1323,11 +1366,72 @@ def _noc_reduce(body: _Body, plan: SlicePlan, it: _Item, hw: ChipConfig) -> NocR
     # what the reduction depends on: every op's shard (the tile order), its result piece
     p = plan.ops[it.op.id]
     shards = tuple(q.strategy.shard for q in plan.ops.values())
-    key = (it.op.id, shards, p.slice.results[0], body.chip(hw))
+    whole = it.shapes[it.op.results[0].key]
+    key = (it.op.id, shards, p.slice.results[0], whole, body.chip(hw))
     got = body.reductions.get(key)
     if got is None:
-        got = body.reductions[key] = _new_noc_reduce(body, plan, it, hw)
+        new = _new_gather if _gathered(body, it.op.id, p.strategy) else _new_noc_reduce
+        got = body.reductions[key] = new(body, plan, it, hw)
     return got
+
+
+def _new_gather(body: _Body, plan: SlicePlan, it: _Item, hw: ChipConfig) -> NocReduce:
+    """The all-gather of a computed value read whole along a sharded dim (**Gathers**)."""
+    op = it.op
+    p = plan.ops[op.id]
+    dims = _gathered(body, op.id, p.strategy)
+    budget = body.tile_budget(hw)
+    op_tiles = math.prod(p.strategy.shard)
+    if budget % op_tiles:
+        raise Tx8labError(
+            f"group %{body.group.id}: {_label(op)} gathers its pieces over the NoC, but its "
+            f"{op_tiles} tiles {p.strategy.shard} do not divide the group's {budget}; use a "
+            f"shard whose product divides {budget}"
+        )
+    groups = _tile_groups(body, plan, op, {i for i, _ in dims}, budget)
+    tiles = region_tiles(body.group, hw)
+    res = op.results[0]
+    return _gather_choice(
+        tuple(it.shapes[res.key]),
+        res.type.dtype,
+        op_layout(op).value,
+        groups,
+        tuple(t % hw.tiles_per_chip for t in tiles[:budget]),
+        dims[0][1],
+        hw,
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _gather_choice(
+    shape: tuple[int, ...],
+    dtype: str,
+    layout: str,
+    groups: tuple[tuple[int, ...], ...],
+    tile_of: tuple[int, ...],
+    dim: int,
+    hw: ChipConfig,
+) -> NocReduce:
+    """The fastest all-gather of a ``shape`` value over each of ``groups`` (**Gathers**)."""
+    num_bytes = value_bytes(shape, dtype, LayoutMode(layout))
+    ranked = collectives.allgather_over_noc(
+        [[tile_of[t] for t in g] for g in groups], num_bytes, dtype, hw
+    )
+    best = ranked[0]
+    ways = len(groups[0])
+    return NocReduce(
+        best.pattern,
+        ways,
+        groups,
+        ways,
+        dim,
+        0,
+        0,
+        best.cycles,
+        best.noc_bytes,
+        tuple((r.pattern, r.cycles) for r in ranked),
+        "all-gather",
+    )
 
 
 def _new_noc_reduce(body: _Body, plan: SlicePlan, it: _Item, hw: ChipConfig) -> NocReduce:
@@ -1665,6 +1769,60 @@ class SliceCache:
                 "make one per group"
             )
         return self._body
+
+
+def _gather_roots(body: _Body) -> list[tuple[int, tuple[int, int]]]:
+    """(length, group dim) of each dim read whole that every member may shard, longest first."""
+    out = []
+    for root in body.read_whole:
+        members = body.members[root]
+        if body.loop_of[root] == "ic" or not all(body.dims[o][i].shardable for o, i in members):
+            continue
+        out.append((min(body.dims[o][i].size for o, i in members), root))
+    return sorted(out, key=lambda x: (-x[0], x[1]))
+
+
+def gather_ways_of(group_op: Op, tiles: int, cache: SliceCache | None = None) -> list[int]:
+    """The gather widths a search tries (module docstring, **Gathers**).
+
+    Powers of two dividing ``tiles`` that some dim read whole (every member may shard it)
+    is as long as.
+    """
+    body = cache._for(group_op) if cache is not None else _Body(group_op)
+    longest = max((n for n, _ in _gather_roots(body)), default=0)
+    out = []
+    k = 2
+    while k <= tiles and tiles % k == 0 and k <= longest:
+        out.append(k)
+        k *= 2
+    return out
+
+
+def gather_sharded(
+    group_op: Op, strategy: Strategy, ways: int, tiles: int, cache: SliceCache | None = None
+) -> Strategy:
+    """``strategy`` with the dims read whole sharded ``ways`` ways (**Gathers**).
+
+    Longest first, each on every member op (its split there brought back to 1), while
+    every member's tiles stay within ``tiles``; a dim shorter than ``ways`` is left alone.
+    """
+    if ways <= 1:
+        return strategy
+    body = cache._for(group_op) if cache is not None else _Body(group_op)
+    ops = dict(strategy.ops)
+    for size, root in _gather_roots(body):
+        members = body.members[root]
+        if size < ways or any(
+            o not in ops or math.prod(ops[o].shard) * ways // ops[o].shard[i] > tiles
+            for o, i in members
+        ):
+            continue
+        for o, i in members:
+            st = ops[o]
+            shard = tuple(ways if j == i else s for j, s in enumerate(st.shard))
+            split = tuple(1 if j == i else q for j, q in enumerate(st.split))
+            ops[o] = OpStrategy(shard, split, st.chips)
+    return Strategy(ops, strategy.multi_buffer, strategy.share)
 
 
 def schedule_input(

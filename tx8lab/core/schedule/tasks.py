@@ -120,7 +120,8 @@ class ScheduleInput:
 class NocReduce:
     """How one op's partial sums are added over the NoC after each run (an all-reduce).
 
-    Or how a shared load's chunks reach every tile of its share group (an all-gather).
+    Or how a shared load's chunks, or a compute op's pieces of a value another op reads
+    whole, reach every tile of its share (gather) group (an all-gather).
 
     Spec: seed 001 SecsInfo sharding modes 1-3 (tiles holding partial sums of one output
     communicate); the patterns are ``tx8lab.hw.collectives``'s. Chosen by slicing.
@@ -146,7 +147,8 @@ class NocReduce:
     """Every pattern's cycles, fastest first."""
     collective: str = "all-reduce"
     """``all-reduce`` (partial sums of a compute op), or ``all-gather``: the chunks of a
-    shared load (then ``groups`` are its share groups and nothing is staged)."""
+    shared load, or a compute op's pieces of a value read whole (slicing's **Gathers**);
+    then ``groups`` are its share (gather) groups and nothing is staged."""
 
 
 @dataclass(frozen=True, slots=True)
