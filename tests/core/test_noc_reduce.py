@@ -7,6 +7,7 @@ the executed program, and hand counts of the commands.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from typing import Any
 
@@ -506,3 +507,31 @@ def test_the_view_draws_gathering_candidates_as_pentagons() -> None:
     assert row["source"] == "gather"
     assert best.strategy is not None
     assert tuple(row["shard (iter dims)"]) == best.strategy.ops[mm.id].shard
+
+
+def test_a_group_summed_to_a_scalar_uses_the_tiles_only_by_talking(tmp_path: Any) -> None:
+    # MatMul then ReduceSum over rows and columns, one group by a pattern file of our own
+    # (group.patterns_file): every dim of the group is a reduction, which no tile may
+    # shard without talking, so without the NoC each op runs unsharded (its copies on the
+    # other tiles repeat it); with it the search shards K and all-reduces the partials
+    patterns = tmp_path / "patterns.txt"
+    patterns.write_text("matmul_sum 10: MatMul ReduceSum\n")
+    b = Builder()
+    x = b.input((1, 64, 1024), "f16")
+    b.output(b.op("ReduceSum", b.op("MatMul", x, b.weight((1024, 256), "f16")), axes=(1, 2)))
+    module = b.finish()
+    got = {}
+    for noc in (False, True):
+        knobs = {"group-cost.noc": noc, "group.patterns_file": str(patterns)}
+        out = list(run_pipeline(module, build_pipeline(None, knobs), HW))[-1].result.module
+        group = _matmul_group(out)
+        kinds = [op.kind for op in group.regions[0].ops if op.kind.startswith("tx8be.R")]
+        assert kinds == ["tx8be.ReduceSum", "tx8be.Return"]
+        shards = {k: st.shard for k, st in strategy_of(group).ops.items()}
+        got[noc] = (shards, int(group.attrs["cycles"]), out)
+    assert all(math.prod(s) == 1 for s in got[False][0].values())
+    mm = _matmul_strategy(got[True][2])
+    assert mm.shard[-1] > 1  # K
+    assert got[True][1] < got[False][1]
+    ex = execute_module(got[True][2], HW, via="c")
+    assert ex.ok, ex.summary()
