@@ -166,6 +166,7 @@ def pipeline_wall(
         "communicating": sum(e.get("comm", "none") != "none" for e in entries),
         "k_reduce": sum(e.get("comm") == "k-reduce" for e in entries),
         "shared": sum(e.get("comm") == "share" for e in entries),
+        "gathered": sum(e.get("comm") == "gather" for e in entries),
         "ops": module.num_ops,
         "build_s": built,
         "passes_s": wall,
@@ -242,11 +243,13 @@ def print_tables(models: tuple[str, ...] | None = None, *, quick: bool = False) 
     print("llama_decoder(layers=32) <= 15 s")
     print(
         "(the default pipeline talks over the NoC: groups that sum partials over it, 'k-red', "
-        "and that share loads, 'share'; 'noc=false': group-cost.noc=false)"
+        "that share loads, 'share', and that all-gather pieces read whole, 'gath'; "
+        "'noc=false': group-cost.noc=false)"
     )
     header = (
         f"{'case':30} {'ops':>6} {'build s':>8} {'passes s':>9} {'total s':>8} "
-        f"{'group-cost s':>12} {'hit rate':>8} {'cycles':>14} {'k-red':>5} {'share':>5}"
+        f"{'group-cost s':>12} {'hit rate':>8} {'cycles':>14} {'k-red':>5} {'share':>5} "
+        f"{'gath':>5}"
     )
     print(header)
     print("-" * len(header))
@@ -261,7 +264,7 @@ def print_tables(models: tuple[str, ...] | None = None, *, quick: bool = False) 
                 f"{case:30} {row['ops']:>6} {row['build_s']:>8.2f} "
                 f"{row['passes_s']:>9.2f} {row['total_s']:>8.2f} {row['cost_s']:>12.2f} "
                 f"{row['hit_rate']:>8.1%} {row['cycles']:>14,} {row['k_reduce']:>5} "
-                f"{row['shared']:>5}",
+                f"{row['shared']:>5} {row['gathered']:>5}",
                 flush=True,
             )
 
