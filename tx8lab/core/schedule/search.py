@@ -184,6 +184,7 @@ from tx8lab.core.schedule.slicing import (
     gather_sharded,
     gather_ways_of,
     group_tile_budget,
+    noc_widths,
     replicates_a_load,
     schedule_live_bytes,
     unsplit_strategy,
@@ -572,12 +573,7 @@ def noc_ways_of(group: Op, tiles: int) -> list[int]:
         for d in get_op_def(op.kind).iter_dims(op):
             if d.noc_reduce:
                 longest = max(longest, d.size)
-    out = []
-    k = 2
-    while k <= tiles and tiles % k == 0 and k <= longest:
-        out.append(k)
-        k *= 2
-    return out
+    return noc_widths(longest, tiles)
 
 
 def noc_sharded(group: Op, strategy: Strategy, ways: int) -> Strategy:

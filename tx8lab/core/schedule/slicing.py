@@ -1585,25 +1585,8 @@ def _share_choice(
     part = hwcost.dma_cost("ld", chunk, hw, active_tiles=active).cycles
     if part >= whole:
         return None
-    ranked = collectives.allgather_over_noc(
-        [[tile_of[t] for t in g] for g in groups], num_bytes, dtype, hw
-    )
-    best = ranked[0]
-    if part + best.cycles >= whole:
-        return None
-    return NocReduce(
-        best.pattern,
-        ways,
-        groups,
-        ways,
-        dim,
-        0,
-        0,
-        best.cycles,
-        best.noc_bytes,
-        tuple((r.pattern, r.cycles) for r in ranked),
-        "all-gather",
-    )
+    gather = _gather_choice(shape, dtype, layout, groups, tile_of, dim, hw)
+    return None if part + gather.cycles >= whole else gather
 
 
 @functools.lru_cache(maxsize=4096)
@@ -1789,7 +1772,16 @@ def gather_ways_of(group_op: Op, tiles: int, cache: SliceCache | None = None) ->
     is as long as.
     """
     body = cache._for(group_op) if cache is not None else _Body(group_op)
-    longest = max((n for n, _ in _gather_roots(body)), default=0)
+    return noc_widths(max((n for n, _ in _gather_roots(body)), default=0), tiles)
+
+
+def noc_widths(longest: int, tiles: int) -> list[int]:
+    """2, 4, 8, ... while the width divides ``tiles`` and is at most ``longest``.
+
+    Examples:
+        >>> noc_widths(1024, 16), noc_widths(6, 16), noc_widths(64, 12)
+        ([2, 4, 8, 16], [2, 4], [2, 4])
+    """
     out = []
     k = 2
     while k <= tiles and tiles % k == 0 and k <= longest:
