@@ -584,7 +584,7 @@ def allgather_over_noc(
     return tuple(_copy(r) for r in _kept_allgather(*key))
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=32)  # a few hundred kB each (streams and timings)
 def _kept_allgather(
     groups: tuple[tuple[int, ...], ...],
     num_bytes: int,
