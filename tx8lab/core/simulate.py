@@ -37,7 +37,6 @@ Readings chosen where the sources are vague:
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -148,6 +147,7 @@ class _Streams(_Ranges):
         self.labels: dict[tuple[str, int, tuple[int, ...]], str] = {}
         self.sent: set[int] = set()
         """Tiles that sent a NoC message (the first send of a launch costs more)."""
+        self.hops: dict[tuple[int, int], int] = {}
 
     def command(self, c: Command, op: Op | None, tiles: int) -> SimCommand:
         """:func:`sim_command`."""
@@ -227,13 +227,46 @@ class _Streams(_Ranges):
         if c.what == "recv":
             return _new_sim("recv", 0, (), writes, label, (), (), 1, -1, 0)
         if c.what == "reduce":
-            law = laws.ct(math.prod(a.shape), 1, a.dtype, hw)
-            return _new_sim("ct", law.cycles(hw), reads, writes, label, (), (), 1, -1, 0)
-        moved = value_bytes(a.shape, a.dtype, LayoutMode(a.layout))
+            shape = a.shape
+            add_key = ("reduce", shape, a.dtype)
+            cycles = self.cycles.get(add_key)
+            if cycles is None:
+                law = laws.ct(math.prod(shape), 1, a.dtype, hw)
+                cycles = self.cycles[add_key] = law.cycles(hw)
+            return _new_sim("ct", cycles, reads, writes, label, (), (), 1, -1, 0)
+        shape_key = (a.shape, a.dtype, a.layout)
+        moved = self.moved.get(shape_key)
+        if moved is None:
+            moved = value_bytes(shape_key[0], a.dtype, LayoutMode(a.layout))
+            self.moved[shape_key] = moved
         first = c.tile not in self.sent
         self.sent.add(c.tile)
-        law = laws.dte(moved, hw, first=first, hops=noc.hops(c.tile, c.peer, hw))
-        return _new_sim("dte", law.cycles(hw), reads, (), label, (), (), 1, c.peer, moved)
+        route_key = (c.tile, c.peer)
+        hops = self.hops.get(route_key)
+        if hops is None:
+            hops = self.hops[route_key] = noc.hops(c.tile, c.peer, hw)
+        send_key = ("dte", moved, first, hops)
+        cycles = self.cycles.get(send_key)
+        if cycles is None:
+            law = laws.dte(moved, hw, first=first, hops=hops)
+            cycles = self.cycles[send_key] = law.cycles(hw)
+        return _new_sim("dte", cycles, reads, (), label, (), (), 1, c.peer, moved)
+
+
+def _with_after(c: SimCommand, after: tuple[tuple[int, int], ...]) -> SimCommand:
+    """``dataclasses.replace(c, after=after)``, positionally (a receive per transfer)."""
+    return _new_sim(
+        c.engine,
+        c.cycles,
+        c.reads,
+        c.writes,
+        c.label,
+        after,
+        c.waits,
+        c.participants,
+        c.dst_tile,
+        c.noc_bytes,
+    )
 
 
 def linked(
@@ -261,7 +294,7 @@ def linked(
                     f"simulate: {c.label} receives {c.tag} from tile {c.peer}, which no "
                     "command sends"
                 )
-            streams[tile][i] = dataclasses.replace(streams[tile][i], after=(sends[c.tag],))
+            streams[tile][i] = _with_after(streams[tile][i], (sends[c.tag],))
     return streams
 
 

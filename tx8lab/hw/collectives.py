@@ -72,10 +72,12 @@ from tx8lab._bulk import constructor
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import laws, noc
 from tx8lab.hw.config import ChipConfig, element_bytes
-from tx8lab.hw.sim import Range, SimCommand, SimResult, simulate
+from tx8lab.hw.sim import Range, SimCommand, SimResult, TileRun, simulate
 
 #: ``SimCommand`` from every field, positionally (an all-reduce builds hundreds).
 _command = constructor(SimCommand)
+#: ``Range`` from every field, positionally.
+_range = constructor(Range)
 
 Pattern = Literal["direct", "tree", "ring"]
 #: The patterns, simplest first (the order ties go in).
@@ -447,6 +449,7 @@ def _plan_streams(
 ) -> dict[int, list[SimCommand]]:
     """The streams of ``plan_of(len(group))`` run in every group at once."""
     streams: dict[int, list[SimCommand]] = {}
+    xy: dict[int, tuple[int, int]] = {}
     for tiles in groups:
         order = _check(tiles, num_bytes, dtype, hw)
         if set(order) & set(streams):
@@ -454,13 +457,25 @@ def _plan_streams(
                 f"all-reduce: tiles {sorted(set(order) & set(streams))} in two groups"
             )
         streams.update({t: [] for t in order})
+        xy.update({t: noc.coords(t, hw) for t in order})
     elem = element_bytes(dtype)
     lanes = hw.tile.ct_lanes(dtype)
     sent: set[int] = set()
-    # the laws' cycles by their inputs: a ring sends the same chunk sizes over and over
+    # what many commands share, worked out once: the laws' cycles by their inputs (a ring
+    # sends the same chunk sizes over and over), the byte ranges, the labels
     send_cycles: dict[tuple[int, bool, int], int] = {}
     add_cycles: dict[int, int] = {}
-    hops: dict[tuple[int, int], int] = {}
+    ranges: dict[tuple[int, int], Range] = {}
+    labels: dict[tuple[str, bool, int], str] = {}
+    recv_labels: dict[int, str] = {}
+    add_labels: dict[int, str] = {}
+
+    def spm(lo: int, hi: int) -> Range:
+        got = ranges.get((lo, hi))
+        if got is None:
+            got = ranges[(lo, hi)] = _range("spm", lo, hi)
+        return got
+
     for tiles in groups:
         order = list(tiles)
         plan = plan_of(len(order))
@@ -470,65 +485,58 @@ def _plan_streams(
         slot_bytes = max(hi - lo for lo, hi in bounds)
         where: dict[int, int] = {}
         """Index of a transfer in the plan -> index of its send in the sender's stream."""
-        by_round: dict[int, list[tuple[int, Transfer]]] = {}
-        for k, t in enumerate(plan.transfers):
-            by_round.setdefault(t.round, []).append((k, t))
-        for r in sorted(by_round):
-            for k, t in by_round[r]:
+        pattern = plan.pattern
+        for now in plan._rounds:
+            for k, t in now:
                 src, dst = order[t.src], order[t.dst]
                 lo, hi = bounds[t.chunk]
-                far = hops.get((src, dst))
-                if far is None:
-                    far = hops[(src, dst)] = noc.hops(src, dst, hw)
-                key = (hi - lo, src not in sent, far)
+                (x0, y0), (x1, y1) = xy[src], xy[dst]
+                # the XY route's hops: noc.hops
+                key = (hi - lo, src not in sent, abs(x1 - x0) + abs(y1 - y0))
                 cycles = send_cycles.get(key)
                 if cycles is None:
                     law = laws.dte(key[0], hw, first=key[1], hops=key[2])
                     cycles = send_cycles[key] = law.cycles(hw)
                 sent.add(src)
+                add = t.slot >= 0  # Transfer.add
+                label_key = (pattern, add, dst)
+                label = labels.get(label_key)
+                if label is None:
+                    label = labels[label_key] = f"{pattern} {'partial' if add else 'sum'} to {dst}"
                 stream = streams[src]
                 stream.append(
-                    _command(
-                        "dte",
-                        cycles,
-                        (Range("spm", lo, hi),),
-                        (),
-                        f"{plan.pattern} {'partial' if t.add else 'sum'} to {dst}",
-                        (),
-                        (),
-                        1,
-                        dst,
-                        hi - lo,
-                    )
+                    _command("dte", cycles, (spm(lo, hi),), (), label, (), (), 1, dst, hi - lo)
                 )
                 where[k] = len(stream) - 1
-            for k, t in by_round[r]:
+            for k, t in now:
                 src, dst = order[t.src], order[t.dst]
                 lo, hi = bounds[t.chunk]
-                acc = Range("spm", lo, hi)
-                land = (
-                    Range(
-                        "spm",
-                        num_bytes + t.slot * slot_bytes,
-                        num_bytes + t.slot * slot_bytes + hi - lo,
+                acc = spm(lo, hi)
+                add = t.slot >= 0
+                if add:
+                    land = spm(
+                        num_bytes + t.slot * slot_bytes, num_bytes + t.slot * slot_bytes + hi - lo
                     )
-                    if t.add
-                    else acc
-                )
+                else:
+                    land = acc
+                label = recv_labels.get(src)
+                if label is None:
+                    label = recv_labels[src] = f"recv from {src}"
                 stream = streams[dst]
                 stream.append(
-                    _command(
-                        "recv", 0, (), (land,), f"recv from {src}", ((src, where[k]),), (), 1, -1, 0
-                    )
+                    _command("recv", 0, (), (land,), label, ((src, where[k]),), (), 1, -1, 0)
                 )
-                if t.add:
+                if add:
                     elements = (hi - lo) // elem
                     cycles = add_cycles.get(elements)
                     if cycles is None:
                         law = laws.ct(elements, 1, dtype, hw)
                         cycles = add_cycles[elements] = law.cycles(hw)
+                    label = add_labels.get(src)
+                    if label is None:
+                        label = add_labels[src] = f"add {src}"
                     stream.append(
-                        _command("ct", cycles, (land, acc), (acc,), f"add {src}", (), (), 1, -1, 0)
+                        _command("ct", cycles, (land, acc), (acc,), label, (), (), 1, -1, 0)
                     )
     return streams
 
@@ -559,8 +567,50 @@ def allgather_over_noc(
     hw: ChipConfig,
     patterns: Sequence[Pattern] = GATHER_PATTERNS,
 ) -> tuple[Reduction, ...]:
-    """Every pattern's all-gather in all ``groups`` at once, simulated, fastest first."""
+    """Every pattern's all-gather in all ``groups`` at once, simulated, fastest first.
+
+    The answer to plain int tiles and bytes is kept (loads of different shapes with the
+    same bytes on the same tiles are one all-gather); each call gets its own copy.
+    """
+    key = (
+        tuple(tuple(g) for g in groups),
+        num_bytes,
+        dtype,
+        hw,
+        tuple(patterns),
+    )
+    if type(num_bytes) is not int or not all(type(t) is int for g in key[0] for t in g):
+        return _ranked(lambda p: allgather_streams(groups, num_bytes, dtype, hw, p), hw, patterns)
+    return tuple(_copy(r) for r in _kept_allgather(*key))
+
+
+@functools.lru_cache(maxsize=32)  # a few hundred kB each (streams and timings)
+def _kept_allgather(
+    groups: tuple[tuple[int, ...], ...],
+    num_bytes: int,
+    dtype: str,
+    hw: ChipConfig,
+    patterns: tuple[Pattern, ...],
+) -> tuple[Reduction, ...]:
+    """:func:`allgather_over_noc` of plain ints, kept (callers get copies: :func:`_copy`)."""
     return _ranked(lambda p: allgather_streams(groups, num_bytes, dtype, hw, p), hw, patterns)
+
+
+def _copy(r: Reduction) -> Reduction:
+    """``r`` with containers of its own (their items, commands and timings, are frozen)."""
+    res = r.result
+    tiles = {
+        t: TileRun(
+            run.tile,
+            list(run.timings),
+            dict(run.busy),
+            {e: dict(rs) for e, rs in run.stalls.items()},
+            run.body,
+        )
+        for t, run in res.tiles.items()
+    }
+    result = SimResult(tiles, res.clock_hz, res.launch_cycles, dict(res.links))
+    return Reduction(r.pattern, {t: list(s) for t, s in r.streams.items()}, result)
 
 
 __all__ = [

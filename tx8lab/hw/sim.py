@@ -56,6 +56,7 @@ Readings chosen where the sources are vague:
 
 from __future__ import annotations
 
+import functools
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -255,62 +256,48 @@ class _Links:
         start = earliest
         if cycles <= 0:
             return start
+        busy = self.busy
         moved = True
         while moved:
             moved = False
             for link in route:
                 # a link's windows never overlap, so sorted by start they are sorted by
                 # end: the last one starting before this window ends reaches furthest
-                windows = self.busy.get(link)
+                windows = busy.get(link)
                 if not windows:
                     continue
                 i = bisect_left(windows, (start + cycles,))
-                if i and windows[i - 1][1] > start:
-                    start, moved = windows[i - 1][1], True
+                if i:
+                    reach = windows[i - 1][1]
+                    if reach > start:
+                        start, moved = reach, True
         tile, index, num_bytes = use
+        window = (start, start + cycles)
+        link_use = _new_link_use(start, start + cycles, tile, index, num_bytes)
+        uses = self.uses
         for link in route:
-            insort(self.busy.setdefault(link, []), (start, start + cycles))
-            self.uses.setdefault(link, []).append(
-                LinkUse(start, start + cycles, tile, index, num_bytes)
-            )
+            windows = busy.get(link)
+            if windows is None:
+                busy[link] = [window]
+                uses[link] = [link_use]
+            else:
+                insort(windows, window)
+                uses[link].append(link_use)
         return start
 
     def result(self) -> dict[noc.Link, tuple[LinkUse, ...]]:
         return {k: tuple(sorted(v, key=lambda u: u.start)) for k, v in sorted(self.uses.items())}
 
 
-def _overlap_end(
-    live: list[tuple[int, str, int, int, bool]],
-    reads: list[tuple[str, int, int]],
-    writes: list[tuple[str, int, int]],
-    floor: int,
-) -> int:
-    """The latest end among ``live`` accesses that order a command with these ranges.
-
-    A read waits for an overlapping write, a write for an overlapping read or write.
-    ``live`` is sorted by end, so the scan runs from the latest end down and stops at the
-    first conflict; it also stops at ``floor`` (the command starts after it anyway), and
-    answers 0 when no conflicting access ends after it.
-    """
-    i = len(live)
-    while i:
-        i -= 1
-        end, space, lo, hi, is_write = live[i]
-        if end <= floor:
-            return 0
-        if is_write:
-            for s, r_lo, r_hi in reads:
-                if r_lo < hi and lo < r_hi and s == space:
-                    return end
-        for s, w_lo, w_hi in writes:
-            if w_lo < hi and lo < w_hi and s == space:
-                return end
-    return 0
-
-
 _end = itemgetter(0)
 #: ``Timing`` from every field, positionally (one per command of a program).
 _new_timing = constructor(Timing)
+#: ``LinkUse`` from every field, positionally (one per NoC transfer).
+_new_link_use = constructor(LinkUse)
+#: Payload sizes whose link cycles a chip keeps (the table starts again when full).
+_PAYLOADS_KEPT = 1 << 14
+#: Every engine a command may name (a set, for the check of each command).
+_KNOWN = frozenset((*ENGINES, *CONTROL))
 
 
 def limiting_engine(busy: Mapping[str, int], engines: Sequence[str]) -> str:
@@ -369,19 +356,31 @@ def _simulate(
     depth["tdma"] = hw.tile.tdma_queue_depth
     issue = laws.issue(hw).cycles(hw)
     states = {t: _Tile(t, cmds, run=TileRun(t)) for t, cmds in streams.items()}
-    payloads: dict[int, int] = {}
-    """Payload bytes -> their cycles on a link (many transfers carry one size)."""
-    routes: dict[tuple[int, int], tuple[noc.Link, ...]] = {}
-    """(tile, destination) -> the route (many transfers take one)."""
+    routes, payloads = _noc_tables(hw)
     for st in states.values():
+        me = st.tile
         for i, c in enumerate(st.commands):
-            if c.engine not in ENGINES and c.engine not in CONTROL:
+            if c.engine not in _KNOWN:
                 raise Tx8labError(
                     f"simulate: tile {st.tile} command {i} ({c.label or 'unlabelled'}) has "
                     f"engine {c.engine!r}; use one of {', '.join((*ENGINES, *CONTROL))}"
                 )
             if c.dst_tile >= 0:
-                st.transfers[i] = _transfer(st.tile, i, c, hw, payloads, routes)
+                # a route and a payload _transfer has checked before need no new check
+                dst, num_bytes = c.dst_tile, c.noc_bytes
+                route = cycles = None
+                if type(dst) is int and type(me) is int and type(num_bytes) is int:
+                    route = routes.get((me, dst))
+                    cycles = payloads.get(num_bytes)
+                if (
+                    route is not None
+                    and cycles is not None
+                    and cycles <= c.cycles
+                    and c.engine == "dte"
+                ):
+                    st.transfers[i] = (route, cycles)
+                else:
+                    st.transfers[i] = _transfer(me, i, c, hw, payloads, routes)
             if c.engine == "recv" and not c.after:
                 raise Tx8labError(
                     f"simulate: tile {st.tile} command {i} ({c.label or 'recv'}) receives "
@@ -447,6 +446,18 @@ def _simulate(
     return SimResult(runs, hw.clock_hz, launches * to_cycles(hw.launch_s, hw), links.result())
 
 
+@functools.lru_cache(maxsize=8)
+def _noc_tables(
+    hw: ChipConfig,
+) -> tuple[dict[tuple[int, int], tuple[noc.Link, ...]], dict[int, int]]:
+    """The chip's routes by (tile, destination) and payload cycles by bytes, as met.
+
+    Kept across runs (transfers take few routes and carry few sizes); a route is only
+    added for plain int tiles, a payload for bytes >= 0 (what :func:`_transfer` checks).
+    """
+    return {}, {}
+
+
 def _transfer(
     tile: int,
     index: int,
@@ -478,7 +489,11 @@ def _transfer(
             routes[key] = route
     cycles = payloads.get(c.noc_bytes)
     if cycles is None:
-        cycles = payloads[c.noc_bytes] = laws.noc_payload(c.noc_bytes, hw).cycles(hw)
+        cycles = laws.noc_payload(c.noc_bytes, hw).cycles(hw)
+        if type(c.noc_bytes) is int:
+            if len(payloads) >= _PAYLOADS_KEPT:
+                payloads.clear()
+            payloads[c.noc_bytes] = cycles
     if cycles > c.cycles:
         raise Tx8labError(
             f"{where()}: its {c.cycles} cycles are less than its payload's {cycles} on a link; "
@@ -495,80 +510,139 @@ def _advance(
     arrived: dict[int, dict[int, int]],
     links: _Links,
 ) -> bool:
-    """Run ``st`` until it ends or waits on another tile; whether it moved."""
-    moved = False
+    """Run ``st`` until it ends or waits on another tile; whether it moved.
+
+    The tile's state is read into locals once and written back when it stops (its
+    position after every command: an ``after`` may name the tile itself).
+    """
+    commands = st.commands
+    n = len(commands)
+    pos = st.pos
+    if pos >= n:
+        return False
     run = st.run
     kstall = run.stalls.setdefault("kcore", {})
-    while st.pos < len(st.commands):
-        c = st.commands[st.pos]
-        if c.after and any(states[t].pos <= i for t, i in c.after):
-            return moved
-        if c.engine == "barrier":
-            # the tile's own commands end first: what it wrote is what others read next
-            arrived.setdefault(st.barriers, {})[st.tile] = max(st.t, *st.last_end.values(), 0)
-            return moved
-        if c.engine == "recv":
-            ready = max(states[t].ends[i] for t, i in c.after)
-            _add(kstall, "receive", max(0, ready - st.t))
-            begin = max(st.t, ready)
-            end = begin + c.cycles
-            _add(run.busy, "kcore", c.cycles)
-            run.timings.append(Timing(st.pos, "recv", begin, end, begin, end, c.label))
-            st.ends.append(end)
-            st.t = end
-            st.pos += 1
-            moved = True
-            continue
-        if c.engine == "join":
-            engines = c.waits or ENGINES
-            ready = max((st.last_end.get(e, 0) for e in engines), default=0)
-            _add(kstall, "join", max(0, ready - st.t))
-            begin = max(st.t, ready)
-            end = begin + c.cycles
-            _add(run.busy, "kcore", c.cycles)
-            run.timings.append(Timing(st.pos, "join", begin, end, begin, end, c.label))
-            st.ends.append(end)
-            st.t = end
-            st.pos += 1
-            moved = True
-            continue
+    stalls_of = run.stalls
+    busy = run.busy
+    add_timing = run.timings.append
+    ends = st.ends
+    add_end = ends.append
+    starts_of = st.starts
+    free_of = st.free
+    last_end = st.last_end
+    live = st.live
+    transfers = st.transfers
+    now = st.t
+    moved = False
+    while pos < n:
+        c = commands[pos]
+        after = c.after
+        if after:
+            blocked = False
+            for t, i in after:
+                if states[t].pos <= i:
+                    blocked = True
+                    break
+            if blocked:
+                break
         e = c.engine
-        starts = st.starts.get(e)
+        if e == "barrier":
+            # the tile's own commands end first: what it wrote is what others read next
+            arrived.setdefault(st.barriers, {})[st.tile] = max(now, *last_end.values(), 0)
+            break
+        if e == "recv" or e == "join":
+            if e == "recv":
+                ready = 0
+                for t, i in after:
+                    got = states[t].ends[i]
+                    if got > ready:
+                        ready = got
+                reason = "receive"
+            else:
+                ready = 0
+                for engine in c.waits or ENGINES:
+                    got = last_end.get(engine, 0)
+                    if got > ready:
+                        ready = got
+                reason = "join"
+            if ready > now:
+                kstall[reason] = kstall.get(reason, 0) + ready - now
+                begin = ready
+            else:
+                begin = now
+            cycles = c.cycles
+            end = begin + cycles
+            if cycles:
+                busy["kcore"] = busy.get("kcore", 0) + cycles
+            add_timing(_new_timing(pos, e, begin, end, begin, end, c.label, 0))
+            add_end(end)
+            now = end
+            pos += 1
+            st.pos = pos
+            moved = True
+            continue
+        starts = starts_of.get(e)
         if starts is None:
-            starts = st.starts[e] = []
-        begin = now = st.t
-        if len(starts) >= depth[e]:
-            begin = max(begin, starts[len(starts) - depth[e]])
-        if begin != now:
-            kstall["queue full"] = kstall.get("queue full", 0) + begin - now
+            starts = starts_of[e] = []
+        begin = now
+        d = depth[e]
+        if len(starts) >= d:
+            oldest = starts[len(starts) - d]
+            if oldest > begin:
+                kstall["queue full"] = kstall.get("queue full", 0) + oldest - begin
+                begin = oldest
         issued = begin + issue
-        busy = run.busy
         if issue:
             busy["kcore"] = busy.get("kcore", 0) + issue
-        free = st.free.get(e, 0)
-        reads = [(r.space, r.lo, r.hi) for r in c.reads]
-        writes = [(w.space, w.lo, w.hi) for w in c.writes]
+        free = free_of.get(e, 0)
         floor = issued if issued > free else free
-        ready = _overlap_end(st.live, reads, writes, floor)
-        for t, i in c.after:
-            ready = max(ready, states[t].ends[i])
+        reads = c.reads
+        writes = c.writes
+        # the latest end among live accesses that order this command (module docstring):
+        # a read waits for an overlapping write, a write for an overlapping read or write;
+        # ``live`` is sorted by end, so the scan runs from the latest end down and stops at
+        # the first conflict, or at ``floor`` (the command starts after it anyway)
+        ready = 0
+        k = len(live)
+        while k:
+            k -= 1
+            got, space, lo, hi, is_write = live[k]
+            if got <= floor:
+                break
+            if is_write:
+                for r in reads:
+                    if r.lo < hi and lo < r.hi and r.space == space:
+                        ready = got
+                        break
+                if ready:
+                    break
+            for w in writes:
+                if w.lo < hi and lo < w.hi and w.space == space:
+                    ready = got
+                    break
+            if ready:
+                break
+        for t, i in after:
+            got = states[t].ends[i]
+            if got > ready:
+                ready = got
         start = ready if ready > floor else floor
         cycles = c.cycles
         end = start + cycles
-        stalls = run.stalls.get(e)
+        stalls = stalls_of.get(e)
         if stalls is None:
-            stalls = run.stalls[e] = {}
+            stalls = stalls_of[e] = {}
         wait = 0
-        if st.transfers:
-            got = st.transfers.get(st.pos)
-            if got is not None:
-                route, payload = got
+        if transfers:
+            sent = transfers.get(pos)
+            if sent is not None:
+                route, payload = sent
                 head = end - payload  # the send's fixed cost and the hops come first
-                wait = links.grant(route, head, payload, (st.tile, st.pos, c.noc_bytes)) - head
+                wait = links.grant(route, head, payload, (st.tile, pos, c.noc_bytes)) - head
                 if wait:
                     end += wait
                     stalls["link"] = stalls.get("link", 0) + wait
-        waited = min(issued, start) - free  # the engine idle before the command was issued
+        waited = (issued if issued < start else start) - free  # idle before it was issued
         if waited > 0:
             stalls["issue"] = stalls.get("issue", 0) + waited
         if start != floor:
@@ -576,22 +650,25 @@ def _advance(
         if cycles:
             busy[e] = busy.get(e, 0) + cycles
         starts.append(start)
-        st.free[e] = end
-        last = st.last_end.get(e, 0)
-        st.last_end[e] = end if end > last else last
-        st.ends.append(end)
-        run.timings.append(_new_timing(st.pos, e, begin, issued, start, end, c.label, wait))
-        st.t = issued
-        live = st.live
+        free_of[e] = end
+        if end > last_end.get(e, 0):
+            last_end[e] = end
+        elif e not in last_end:
+            last_end[e] = 0
+        add_end(end)
+        add_timing(_new_timing(pos, e, begin, issued, start, end, c.label, wait))
+        now = issued
         if len(live) > 64:
             # accesses that ended by now order nothing later: every command issues after it
-            del live[: bisect_right(live, st.t, key=_end)]
-        for space, lo, hi in reads:
-            insort(live, (end, space, lo, hi, False))
-        for space, lo, hi in writes:
-            insort(live, (end, space, lo, hi, True))
-        st.pos += 1
+            del live[: bisect_right(live, now, key=_end)]
+        for r in reads:
+            insort(live, (end, r.space, r.lo, r.hi, False))
+        for w in writes:
+            insort(live, (end, w.space, w.lo, w.hi, True))
+        pos += 1
+        st.pos = pos
         moved = True
+    st.t = now
     return moved
 
 
