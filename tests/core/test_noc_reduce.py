@@ -535,3 +535,70 @@ def test_a_group_summed_to_a_scalar_uses_the_tiles_only_by_talking(tmp_path: Any
     assert got[True][1] < got[False][1]
     ex = execute_module(got[True][2], HW, via="c")
     assert ex.ok, ex.summary()
+
+
+# ---------------------------------------------------------------- exchanges (halos)
+
+
+def _conv_relu_pool() -> Module:
+    # a 3 x 3 max pool, stride 2, over a Relu of 64 rows: with rows sharded over the 16
+    # tiles, the pool's first row on each tile reads the last row of its neighbour's Relu
+    b = Builder()
+    x = b.input((1, 64, 64, 8), "f16")
+    y = b.op("Relu", b.op("Conv2d", x, b.weight((8, 3, 3, 8), "f16"), pads=(1, 1, 1, 1)))
+    b.output(b.op("MaxPool2d", y, kernel=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1)))
+    return b.finish()
+
+
+def _pool_group(module: Module) -> Op:
+    return next(
+        g for g in groups_of(module) if any(o.kind == "tx8be.MaxPool2d" for o in g.regions[0].ops)
+    )
+
+
+def test_a_pool_over_rows_of_other_tiles_gets_its_halo_over_the_noc() -> None:
+    steps = list(
+        run_pipeline(_conv_relu_pool(), build_pipeline(None, {"group-cost.noc": True}), HW)
+    )
+    module = steps[-1].result.module
+    group = _pool_group(module)
+    entry = next(
+        e
+        for e in next(s for s in steps if s.name == "group-cost").result.artifacts["groups"]
+        if e["id"] == group.id
+    )
+    assert entry["comm"] == "exchange"
+    relu = next(o for o in group.regions[0].ops if o.kind == "tx8be.Relu")
+    assert strategy_of(group).ops[relu.id].shard == (1, 16, 1, 1)
+    program = build_program(module, HW)
+    recvs = [c for cs in program.tiles.values() for c in cs if c.what == "recv"]
+    # by hand: the Relu's rows [4t, 4t + 4) on tile t, the pool's rows [2t, 2t + 2) read
+    # Relu rows [4t - 1, 4t + 4): tiles 1..15 each get row 4t - 1 (64 x 8 f16) from t - 1
+    got = sorted((c.peer, c.tile, c.writes[0].window[1]) for c in recvs if c.op_id == relu.id)
+    assert got == [(t - 1, t, (4 * t - 1, 4 * t)) for t in range(1, 16)]
+    assert all(c.writes[0].window[2:] == ((0, 64), (0, 8)) for c in recvs)
+    ex = execute_module(module, HW, via="c")
+    assert ex.ok, ex.summary()
+
+
+def test_noc_off_refuses_the_halo_and_still_computes_right() -> None:
+    module = _scheduled(False, module=_conv_relu_pool())
+    program = build_program(module, HW)
+    assert not any(c.what == "recv" for cs in program.tiles.values() for c in cs)
+    ex = execute_module(module, HW, via="program")
+    assert ex.ok, ex.summary()
+
+
+def test_a_halo_across_a_loop_is_refused() -> None:
+    from tx8lab.core.schedule.sharding import param_for, propagate
+    from tx8lab.core.schedule.slicing import schedule_input
+    from tx8lab.core.schedule.tasks import OpStrategy
+    from tx8lab.errors import Tx8labError
+
+    group = _pool_group(_scheduled(False, module=_conv_relu_pool()))
+    pool = next(o for o in group.regions[0].ops if o.kind == "tx8be.MaxPool2d")
+    # the pool's columns in two chunks: chunk 1's first window reaches into chunk 0's
+    # last Relu column, which the loop's previous iteration computed
+    split = propagate(group, {pool.id: param_for(pool, OpStrategy((1, 1, 1, 1), (1, 1, 2, 1)))})
+    with pytest.raises(Tx8labError, match=r"MaxPool2d.*reads, in chunk \d of the loop"):
+        schedule_input(group, split.strategy, HW)

@@ -167,6 +167,7 @@ def pipeline_wall(
         "k_reduce": sum(e.get("comm") == "k-reduce" for e in entries),
         "shared": sum(e.get("comm") == "share" for e in entries),
         "gathered": sum(e.get("comm") == "gather" for e in entries),
+        "exchanged": sum(e.get("comm") == "exchange" for e in entries),
         "ops": module.num_ops,
         "build_s": built,
         "passes_s": wall,
@@ -243,13 +244,14 @@ def print_tables(models: tuple[str, ...] | None = None, *, quick: bool = False) 
     print("llama_decoder(layers=32) <= 15 s")
     print(
         "(the default pipeline talks over the NoC: groups that sum partials over it, 'k-red', "
-        "that share loads, 'share', and that all-gather pieces read whole, 'gath'; "
+        "that share loads, 'share', that all-gather pieces read whole, 'gath', and that pass "
+        "halo pieces, 'exch'; "
         "'noc=false': group-cost.noc=false)"
     )
     header = (
         f"{'case':30} {'ops':>6} {'build s':>8} {'passes s':>9} {'total s':>8} "
         f"{'group-cost s':>12} {'hit rate':>8} {'cycles':>14} {'k-red':>5} {'share':>5} "
-        f"{'gath':>5}"
+        f"{'gath':>5} {'exch':>5}"
     )
     print(header)
     print("-" * len(header))
@@ -264,7 +266,7 @@ def print_tables(models: tuple[str, ...] | None = None, *, quick: bool = False) 
                 f"{case:30} {row['ops']:>6} {row['build_s']:>8.2f} "
                 f"{row['passes_s']:>9.2f} {row['total_s']:>8.2f} {row['cost_s']:>12.2f} "
                 f"{row['hit_rate']:>8.1%} {row['cycles']:>14,} {row['k_reduce']:>5} "
-                f"{row['shared']:>5} {row['gathered']:>5}",
+                f"{row['shared']:>5} {row['gathered']:>5} {row['exchanged']:>5}",
                 flush=True,
             )
 

@@ -483,6 +483,8 @@ def _emit_noc(ctx: _Ctx, task: Task, loops: Sequence[tuple[str, int]], depth: in
                 else f"'s pieces (read whole), {red.ways} tiles per gather group"
             )
             if red.collective == "all-gather"
+            else f"'s pieces other tiles read (a halo), {len(red.moves)} copies"
+            if red.collective == "exchange"
             else f"'s partial sums, {red.ways} tiles per reduction group"
         )
         + f", {len(red.groups)} groups; chunks {red.chunks} along dim {red.chunk_dim}; "
@@ -502,7 +504,7 @@ def _emit_noc(ctx: _Ctx, task: Task, loops: Sequence[tuple[str, int]], depth: in
     result = f"t_{c_name(ctx.names[op.results[0].key])}"
     fmt = c_format(op.results[0].type.dtype, op.label)
     at = c_at(tuple(var for var, _ in loops))
-    gather = red.collective == "all-gather"
+    gather = red.collective in ("all-gather", "exchange")
     ctx.calls += 2 if gather else 3
     if gather:  # every chunk lands in place
         land = [f"{inner}TSR *land = &{result};"]

@@ -113,7 +113,13 @@ from tx8lab.core.schedule.tasks import (
     Timeline,
 )
 from tx8lab.errors import Tx8labError
-from tx8lab.hw.collectives import AllReducePlan, Transfer, allgather_plan, allreduce_plan
+from tx8lab.hw.collectives import (
+    AllReducePlan,
+    Transfer,
+    allgather_plan,
+    allreduce_plan,
+    exchange_plan,
+)
 from tx8lab.hw.config import ChipConfig
 
 ValueKey = tuple[int, int, bool]
@@ -654,6 +660,8 @@ def collective_plan(red: NocReduce) -> AllReducePlan:
     """The transfers of ``red``: its all-gather's or its all-reduce's plan."""
     if red.collective == "all-gather":
         return allgather_plan(red.ways, red.pattern)  # type: ignore[arg-type]
+    if red.collective == "exchange":
+        return exchange_plan(red.ways, [(a, b) for a, b, _ in red.moves])
     return allreduce_plan(red.ways, red.pattern)  # type: ignore[arg-type]
 
 
@@ -1091,6 +1099,10 @@ class _Unroll:
                 return _NocSite(head, op.id, result, _same, None, red, plan, readers)
             window = self.window_of(op, 0, result=True)
             return _NocSite(head, op.id, result, window, None, red, plan, readers, computed=True)
+        if red.collective == "exchange":  # lands in place, no staging
+            return _NocSite(
+                head, op.id, result, self.window_of(op, 0, result=True), None, red, plan
+            )
         staging = self._scratch(n, f"%{op.id}.noc", res.type.dtype, op_layout(op).value, where)
         return _NocSite(head, op.id, result, self.window_of(op, 0, result=True), staging, red, plan)
 
@@ -1126,6 +1138,8 @@ class _Unroll:
         if site.computed:  # each position's own piece
             box = self.boxes.compute_box
             chunks = [site.window(box(site.op_id, g, at)) for g in group]
+        elif red.collective == "exchange":  # copy k: its own window
+            chunks = [w for _, _, w in red.moves]
         else:
             chunks = chunk_boxes(window, red.chunks, red.chunk_dim)
         out: list[tuple[What, str, tuple[Any, ...], tuple[Any, ...], int, str]] = []

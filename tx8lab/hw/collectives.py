@@ -541,6 +541,76 @@ def _plan_streams(
     return streams
 
 
+def exchange_plan(n: int, moves: Sequence[tuple[int, int]]) -> AllReducePlan:
+    """The copies of an exchange over ``n`` positions: ``moves`` (src, dst), in one round.
+
+    Move ``k`` carries chunk ``k`` (the caller's ``k``-th box) and lands in place.
+
+    Examples:
+        >>> [(t.src, t.dst, t.chunk) for t in exchange_plan(3, [(0, 1), (2, 1)]).transfers]
+        [(0, 1, 0), (2, 1, 1)]
+    """
+    for src, dst in moves:
+        if not (0 <= src < n and 0 <= dst < n) or src == dst:
+            raise Tx8labError(f"exchange: move {src} -> {dst} is not between two of {n} tiles")
+    out = tuple(Transfer(0, src, dst, k, -1) for k, (src, dst) in enumerate(moves))
+    return AllReducePlan("direct", n, len(out), out)
+
+
+def exchange_over_noc(
+    moves: Sequence[tuple[int, int, int]], dtype: str, hw: ChipConfig
+) -> Reduction:
+    """Point-to-point copies ``(src tile, dst tile, bytes)`` all at once, simulated.
+
+    What tiles whose readers need pieces their neighbours computed run (a halo; issue 20,
+    transfers instead of recomputing). Each tile sends its moves in order (from SPM
+    ``[0, bytes)``), then receives each of its own into a range of its own, so only the
+    links and the DTE queues order them.
+    """
+    streams: dict[int, list[SimCommand]] = {}
+    sends: list[tuple[int, int, int, int]] = []
+    for src, dst, num_bytes in moves:
+        noc.coords(src, hw)
+        noc.coords(dst, hw)
+        stream = streams.setdefault(src, [])
+        streams.setdefault(dst, [])
+        law = laws.dte(num_bytes, hw, first=not stream, hops=noc.hops(src, dst, hw))
+        stream.append(
+            _command(
+                "dte",
+                law.cycles(hw),
+                (_range("spm", 0, num_bytes),),
+                (),
+                f"halo to {dst}",
+                (),
+                (),
+                1,
+                dst,
+                num_bytes,
+            )
+        )
+        sends.append((src, dst, len(stream) - 1, num_bytes))
+    landed: dict[int, int] = {}
+    for src, dst, index, num_bytes in sends:
+        lo = (1 << 24) + landed.get(dst, 0)  # past any send's range
+        landed[dst] = landed.get(dst, 0) + num_bytes
+        streams[dst].append(
+            _command(
+                "recv",
+                0,
+                (),
+                (_range("spm", lo, lo + num_bytes),),
+                f"recv from {src}",
+                ((src, index),),
+                (),
+                1,
+                -1,
+                0,
+            )
+        )
+    return Reduction("direct", streams, simulate(streams, hw))
+
+
 def allreduce_over_noc(
     groups: Sequence[Sequence[int]],
     num_bytes: int,
@@ -627,6 +697,8 @@ __all__ = [
     "allreduce_plan",
     "allreduce_streams",
     "chunk_bounds",
+    "exchange_over_noc",
+    "exchange_plan",
     "reduce_over_noc",
     "reduction_streams",
 ]

@@ -29,7 +29,8 @@ Readings chosen:
   of its level's colour (:data:`COMM_SYMBOLS`), named "..., k-reduce over the NoC"; one
   whose loads are shared (a chunk per tile, all-gathered) a square, "..., share over
   the NoC"; one whose computed pieces are all-gathered for an op reading them whole a
-  pentagon, "..., gather over the NoC".
+  pentagon, "..., gather over the NoC"; one whose tiles pass their readers halo pieces
+  a hexagon, "..., exchange over the NoC".
 - **Chosen** = ``result.best`` (a star); the **default strategy** = the candidate with
   ``sharding == "default"`` (a diamond), so "how much did the search win" is one look.
 - **Selection** = a candidate index (``Candidate.index``), clamped to the candidates, as
@@ -118,6 +119,7 @@ COMM_SYMBOLS: dict[str, str] = {
     "k-reduce": "triangle-up",
     "share": "square",
     "gather": "pentagon",
+    "exchange": "hexagon",
 }
 
 

@@ -79,7 +79,8 @@ Readings chosen:
   ``noc=false`` restores the non-communicating space, so the two can be compared. Every
   report entry carries ``comm`` (``k-reduce`` when a reduction dim is sharded across
   tiles, else ``gather`` when a computed value read whole is all-gathered, else
-  ``share`` when a load is shared, else ``none``) and ``noc_bytes`` (the
+  ``exchange`` when tiles pass their readers halo pieces, else ``share`` when a load is
+  shared, else ``none``: ``search.comm_kind``) and ``noc_bytes`` (the
   payload bytes its reductions and
   all-gathers send, every run counted); a communicating one chosen by a search also
   ``noc_saved_cycles``: the best non-communicating candidate's cycles minus its own
@@ -100,7 +101,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tx8lab.core.attrs import TAG_DDR
-from tx8lab.core.grouping import is_compute
 from tx8lab.core.ir import Block, Module, Op
 from tx8lab.core.passes.base import Decision, Pass, PassContext, PassResult, knob
 from tx8lab.core.schedule.chip_cuts import ChipCut
@@ -110,6 +110,7 @@ from tx8lab.core.schedule.search import (
     SEARCH_BUDGET,
     ScheduledGroup,
     SearchResult,
+    comm_kind,
     schedule_group,
 )
 from tx8lab.core.schedule.stages import (
@@ -120,7 +121,7 @@ from tx8lab.core.schedule.stages import (
     StageSettings,
     run_group,
 )
-from tx8lab.core.schedule.tasks import NocReduce, Strategy
+from tx8lab.core.schedule.tasks import Strategy
 from tx8lab.core.schedule.template_cache import TemplateCache
 from tx8lab.core.simulate import simulate_schedule
 from tx8lab.errors import Tx8labError
@@ -282,6 +283,7 @@ class GroupCost(Pass):
             self.alloc_time_limit_s,
             best_fallback=True,
             alloc_nodes=self.alloc_nodes,
+            noc=self.noc,
         )
 
     def _schedule(
@@ -337,7 +339,7 @@ class GroupCost(Pass):
             "candidates_evaluated": got.evaluated,
             "search_space_size": got.space_size,
             "template_hit": False,
-            "comm": _comm(group, inp.reductions),
+            "comm": comm_kind(group, inp.reductions),
             "noc_bytes": noc_bytes(inp),
         }
         if inp.reductions and got.search is not None:
@@ -545,20 +547,6 @@ def _annotated(
         multi_buffer=strategy.multi_buffer,
         retract=retract,
     )
-
-
-def _comm(group: Op, collectives: Mapping[int, NocReduce]) -> str:
-    """The report's ``comm``: ``k-reduce``, else ``gather``, else ``share``, else ``none``.
-
-    An all-gather after a compute op is a gather (its pieces are read whole), after a load
-    a shared load.
-    """
-    if any(c.collective == "all-reduce" for c in collectives.values()):
-        return "k-reduce"
-    computed = {op.id for op in group.regions[0].ops if is_compute(op)}
-    if any(k in computed for k in collectives):
-        return "gather"
-    return "share" if collectives else "none"
 
 
 def _strategy_fields(strategy: Strategy) -> dict[str, Any]:

@@ -196,7 +196,7 @@ from tx8lab.core.schedule.stages import (
     StageSettings,
     run_group,
 )
-from tx8lab.core.schedule.tasks import OpStrategy, ScheduleInput, Strategy
+from tx8lab.core.schedule.tasks import NocReduce, OpStrategy, ScheduleInput, Strategy
 from tx8lab.errors import SpmOverflow, Tx8labError
 from tx8lab.hw.config import ChipConfig
 
@@ -266,8 +266,27 @@ class Candidate:
     comm: str = "none"
     """``k-reduce`` when its reduction dims are sharded across tiles (module docstring,
     "NoC reductions"), ``gather`` when dims read whole are sharded and all-gathered
-    ("Gathers"), ``share`` when some load is shared over the NoC ("Shared loads"), else
+    ("Gathers"), ``exchange`` when its tiles pass their readers halo pieces (slicing's
+    **Exchanges**), ``share`` when some load is shared over the NoC ("Shared loads"), else
     ``none``."""
+
+
+def comm_kind(group: Op, reductions: Mapping[int, NocReduce]) -> str:
+    """What a schedule's tiles send each other (``Candidate.comm``, the report's ``comm``).
+
+    ``k-reduce`` (an all-reduce of partial sums), else ``gather`` (a compute op's pieces
+    all-gathered), else ``exchange`` (halo pieces), else ``share`` (a shared load's
+    all-gather), else ``none``.
+    """
+    kinds = {r.collective for r in reductions.values()}
+    if "all-reduce" in kinds:
+        return "k-reduce"
+    computed = {op.id for op in group.regions[0].ops if is_compute(op)}
+    if any(k in computed and r.collective == "all-gather" for k, r in reductions.items()):
+        return "gather"
+    if "exchange" in kinds:
+        return "exchange"
+    return "share" if reductions else "none"
 
 
 def _evaluated(rows: Sequence[Candidate]) -> int:
@@ -749,6 +768,8 @@ class _Search:
             cand = self._run(index, where, strategy, reuse)
         if self.ways > 1:
             cand = dataclasses.replace(cand, comm=self.kind)
+        elif cand.run is not None and cand.run.input.reductions:
+            cand = dataclasses.replace(cand, comm=comm_kind(self.group, cand.run.input.reductions))
         self.rows.append(cand)
         if cand.status == "OK" and (self.best is None or (cand.cycles or 0) < self.best_cycles()):
             self.best = cand
@@ -1095,7 +1116,9 @@ def iter_search(
         raise Tx8labError(f"unknown search mode {mode!r}; use one of {MODES}")
     if group.kind != "tx8be.Group" or not group.regions:
         raise Tx8labError(f"search needs a tx8be.Group op with a body, got {group.label}")
-    settings = StageSettings(multi_buffer, retract, alloc, alloc_time_limit_s, True, alloc_nodes)
+    settings = StageSettings(
+        multi_buffer, retract, alloc, alloc_time_limit_s, True, alloc_nodes, noc=noc
+    )
     if simulate_top < 1:
         raise Tx8labError(f"search: simulate_top={simulate_top}; simulate at least 1 candidate")
     search = _Search(group, hw, mode, budget_s, settings, chips, timer, simulate_top, budget, noc)

@@ -50,6 +50,20 @@ Readings chosen where the seed is vague:
   to wait for the last chunk: an error naming both), and an op does not both gather and
   sum partials over the NoC. The default strategy gathers nothing (it talks to no tile);
   a search tries it (``search.gather_sharded``).
+- **Exchanges** (halos: tile-to-tile transfers instead of pieces no tile wrote). When a
+  compute reader reads, on some tile, part of a compute op's result another tile wrote
+  (a MaxPool's window reaching over the row a neighbour's Relu computed, or pieces cut
+  differently), a ``noc:%7`` task right after the op copies those parts over the NoC, in
+  place (``NocReduce.collective == "exchange"``, :func:`exchange_moves`: per tile, the
+  bounding box its readers read less what it wrote, each part from the tile of the op's
+  first block of shards that wrote it; all at once, ``collectives.exchange_over_noc``).
+  The boxes are the program's (**Boxes**), on the whole piece of each tile, so such an
+  op and its readers must not be split in time (an error naming them); a K-sharded op
+  does not exchange. ``exchange=False`` (group-cost's ``noc=false``) refuses a strategy
+  that needs one. Within one tile, a reader of a chunk that reaches into another chunk of
+  the op's loop (a halo across the loop) would need the previous chunk's buffer or a
+  recomputed edge: such a strategy is refused too (:func:`_check_chunk_halos`), where
+  before the program read bytes no command wrote.
 - **Consistency.** Within one group dim every op splits by the same factor or by 1; 1 means
   the op takes that dim whole, so it runs outside that loop and its buffer holds every
   chunk. Other mixes are an error naming both ops.
@@ -312,6 +326,10 @@ class _Body:
         """Compute op -> the group dim of each iteration dim."""
         self.loops = {o: tuple(self.loop_of[r] for r in roots) for o, roots in self.roots.items()}
         """Compute op -> the loop of each iteration dim."""
+        self.exchanges: dict[tuple[Any, ...], tuple[Moves, tuple[int, ...]]] = {}
+        self.window_plans: dict[tuple[int, int, int], tuple[Any, Any]] = {}
+        """(op, reader, operand) -> their window plans (:func:`_reads_own`)."""
+        """:func:`exchange_moves`'s answers by what they depend on."""
         self.reductions: dict[tuple[Any, ...], NocReduce] = {}
         """:func:`_noc_reduce`'s answers by what they depend on."""
         self._chips: list[ChipConfig] = []
@@ -748,7 +766,9 @@ class _Item:
         return f"noc:%{self.op.id}" if self.noc else f"{self.engine}:%{self.op.id}"
 
 
-def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
+def _items(
+    body: _Body, plan: SlicePlan, notes: list[str], budget: int, exchange: bool = True
+) -> list[_Item]:
     items: list[_Item] = []
     gathers = gather_readers(body.group, {i: p.slice for i, p in plan.ops.items()}, body.gathers)
     # each op's slice with one loop's splits undone, shared by its operands and results
@@ -825,7 +845,28 @@ def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
                 )
             )
             res = op.results[0].key
-            if _gathered(body, op.id, p.strategy):
+            _check_chunk_halos(body, plan, op)
+            gathered = _gathered(body, op.id, p.strategy)
+            moves, held = ((), ()) if gathered else exchange_moves(body, plan, op, budget)
+            if moves and not exchange:
+                raise Tx8labError(
+                    f"group %{body.group.id}: the readers of {_label(op)} need pieces other "
+                    "tiles compute (a halo); with group-cost.noc=false no tile passes one "
+                    "over the NoC: shard the dims they read alike, or turn noc on"
+                )
+            if moves and noc_ways(p.dims, p.strategy) > 1:
+                raise Tx8labError(
+                    f"group %{body.group.id}: the readers of {_label(op)} need pieces other "
+                    "tiles hold, and it sums partials over the NoC too; an exchange after an "
+                    "all-reduce is not modelled: shard its reduction dim or the other dims"
+                )
+            if moves:
+                # after the op: the rows its readers need from other tiles land in place
+                halo = {res: held}
+                items.append(
+                    _Item(op, "tdma", changes[res], [res], [], halo, clobbers=[res], noc=True)
+                )
+            if gathered:
                 # after each piece: the tiles' pieces, all-gathered in place for the readers
                 whole = p.slice.results[0]
                 for user, j in body.compute_users(res):
@@ -856,6 +897,210 @@ def _items(body: _Body, plan: SlicePlan, notes: list[str]) -> list[_Item]:
 def _gathered(body: _Body, op_id: int, st: OpStrategy) -> list[tuple[int, int]]:
     """(iteration dim, result dim) of each sharded dim of ``op_id``'s result read whole."""
     return [(i, e) for i, _, e, _ in body.read_whole_by.get(op_id, ()) if st.shard[i] > 1]
+
+
+def _tile_box(
+    body: _Body,
+    plan: SlicePlan,
+    order: Mapping[Any, Any],
+    op_id: int,
+    local: int,
+    chunk: Mapping[tuple[int, int], int] | None = None,
+) -> Window:
+    """The iteration box of ``op_id``'s whole piece on tile ``local`` (every chunk of it).
+
+    The program's boxes (``program`` **Boxes**, **Tiles**): a sharded dim's piece is
+    ``ceil(size / per tile)`` at the tile's coordinate, the mixed radix of
+    :func:`tile_order` over the op's sharded dims (the tiles past their product repeat).
+    ``chunk``: group dim -> chunk index; a dim the op splits in time by ``q`` then takes
+    that chunk (``ceil(piece / q)`` long), every other dim its whole piece.
+    """
+    p = plan.ops[op_id]
+    st = p.strategy
+    sharded = sorted(
+        (order[body.group_dim[(op_id, i)]], i) for i, s in enumerate(st.shard) if s > 1
+    )
+    radix = [st.shard[i] for _, i in sharded]
+    digits = mixed_digits(local % max(1, math.prod(radix)), radix)
+    coords = {i: d for (_, i), d in zip(sharded, digits, strict=True)}
+    box = []
+    for i, (dim, n) in enumerate(zip(p.dims, st.per_tile(), strict=True)):
+        piece = -(-dim.size // n)
+        base = coords.get(i, 0) * piece
+        lo, hi = base, base + piece
+        c = chunk.get(body.group_dim[(op_id, i)]) if chunk and st.split[i] > 1 else None
+        if c is not None:
+            step = -(-piece // st.split[i])
+            lo, hi = base + c * step, min(hi, base + (c + 1) * step)
+        box.append((min(dim.size, lo), min(dim.size, max(lo, hi))))
+    return tuple(box)
+
+
+def _check_chunk_halos(body: _Body, plan: SlicePlan, op: Op) -> None:
+    """Refuse a reader whose chunk needs what another chunk of ``op`` computes.
+
+    A reader in the same loop as ``op`` (both split a group dim in time) reads, at chunk
+    ``c``, what ``op`` writes at chunk ``c`` only when its window does not reach over the
+    chunk's edge; a halo across the loop (a pool's window over a Relu split along W) would
+    need the previous chunk's buffer or a recomputed edge, neither of which the schedule
+    has. Checked on the first two chunks of each split dim of tile 0.
+
+    Raises:
+        Tx8labError: naming both ops and the dim.
+    """
+    p = plan.ops[op.id]
+    split = {body.group_dim[(op.id, i)] for i, q in enumerate(p.strategy.split) if q > 1}
+    if not split:
+        return
+    order: dict[Any, Any] | None = None
+    for user, j in body.compute_users(op.results[0].key):
+        ust = plan.ops[user.id].strategy
+        theirs = {body.group_dim[(user.id, i)] for i, q in enumerate(ust.split) if q > 1}
+        shared = split & theirs
+        if not shared or (theirs == split and _reads_own(body, plan, op, user, j)):
+            continue
+        if order is None:
+            order = tile_order(
+                Strategy({k: q.strategy for k, q in plan.ops.items()}), body.group_dim
+            )
+        udef, mine = get_op_def(user.kind), get_op_def(op.kind)
+        for root in sorted(shared):
+            for c in (0, 1):
+                at = {root: c}
+                need = udef.operand_window(user, j, _tile_box(body, plan, order, user.id, 0, at))
+                own = mine.result_window(op, 0, _tile_box(body, plan, order, op.id, 0, at))
+                if not any(hi <= lo for lo, hi in need) and not _inside(need, own):
+                    raise Tx8labError(
+                        f"group %{body.group.id}: {_label(user)} reads, in chunk {c} of the "
+                        f"loop over {_dim_text(body, root)}, part of "
+                        f"{_value_text(body, op.results[0].key)} that another chunk of "
+                        f"{_label(op)} computes (a halo across the loop); not modelled: "
+                        "split another dim, or shard this one"
+                    )
+
+
+def _reads_own(body: _Body, plan: SlicePlan, op: Op, user: Op, j: int) -> bool:
+    """Whether ``user`` reads, on every tile, inside what ``op`` wrote there (a quick test).
+
+    True when both ops shard the same group dims by the same factors, the op's reduction
+    dims aside (so each such dim has the same coordinate on a tile), and every dim of the
+    value either follows one iteration dim in both, or is whole in ``op``; False when
+    unsure.
+    """
+    key = (op.id, user.id, j)
+    plans = body.window_plans.get(key)
+    if plans is None:
+        got = (
+            get_op_def(op.kind).window_plan(op, 0, result=True),
+            get_op_def(user.kind).window_plan(user, j),
+        )
+        plans = body.window_plans[key] = got
+    mine, theirs = plans
+    if mine is None or theirs is None:
+        return False  # a window of the op's own (a conv's halo)
+    st, ust = plan.ops[op.id].strategy, plan.ops[user.id].strategy
+    if st.chips != ust.chips:
+        return False
+    roots, uroots = body.roots[op.id], body.roots[user.id]
+    dims = body.dims[op.id]
+    # a reduction dim sharded across tiles is summed over them (every tile of a reduction
+    # group then holds the sum); it varies slowest (tile_order: fewer ops shard it)
+    cut = {(roots[i], s) for i, s in enumerate(st.shard) if s > 1 and not dims[i].reduce}
+    if cut != {(uroots[i], s) for i, s in enumerate(ust.shard) if s > 1}:
+        return False
+    for a, b in zip(mine, theirs, strict=True):
+        if type(a) is int and st.shard[a] > 1 and type(b) is not int:
+            return False  # sharded here, a fixed range there
+    return True
+
+
+def _inside(a: Window, b: Window) -> bool:
+    return all(lo >= blo and hi <= bhi for (lo, hi), (blo, bhi) in zip(a, b, strict=True))
+
+
+def _meet(a: Window, b: Window) -> Window | None:
+    box = tuple((max(lo, blo), min(hi, bhi)) for (lo, hi), (blo, bhi) in zip(a, b, strict=True))
+    return None if any(hi <= lo for lo, hi in box) else box
+
+
+Moves = tuple[tuple[int, int, Window], ...]
+"""An exchange's copies: (source tile, tile, window of the value), local tile indices."""
+
+
+def exchange_moves(
+    body: _Body, plan: SlicePlan, op: Op, budget: int
+) -> tuple[Moves, tuple[int, ...]]:
+    """The halo moves of ``op``'s result (**Exchanges**) and the box a tile holds.
+
+    The moves are (source tile, tile, window); none when on every tile its compute readers
+    read inside what the op writes there. The box is the largest extent, per dim, of what
+    the op writes and its readers read on one tile (the buffer holds it).
+
+    Raises:
+        Tx8labError: the op or a reader that needs another tile's piece is split in time.
+    """
+    p = plan.ops[op.id]
+    readers = body.compute_users(op.results[0].key)
+    if math.prod(p.strategy.shard) == 1 or all(
+        _reads_own(body, plan, op, user, j) for user, j in readers
+    ):
+        return (), ()
+    order = tile_order(Strategy({k: q.strategy for k, q in plan.ops.items()}), body.group_dim)
+    # the tiles' coordinates follow the order of the sharded group dims (tile_order)
+    ranks = tuple(
+        order.get(r) for who in (op, *(u for u, _ in readers)) for r in body.roots[who.id]
+    )
+    key = (op.id, p.strategy, tuple(plan.ops[u.id].strategy for u, _ in readers), budget, ranks)
+    got = body.exchanges.get(key)
+    if got is not None:
+        return got
+    mine = get_op_def(op.kind)
+    own = [mine.result_window(op, 0, _tile_box(body, plan, order, op.id, t)) for t in range(budget)]
+    need: list[Window | None] = [None] * budget
+    for user, j in readers:
+        udef = get_op_def(user.kind)
+        for t in range(budget):
+            w = udef.operand_window(user, j, _tile_box(body, plan, order, user.id, t))
+            if any(hi <= lo for lo, hi in w):
+                continue
+            got_t = need[t]
+            need[t] = w if got_t is None else _bbox(got_t, w)
+    op_tiles = math.prod(p.strategy.shard)
+    moves: list[tuple[int, int, Window]] = []
+    for t in range(budget):
+        want = need[t]
+        if want is None or _inside(want, own[t]):
+            continue
+        for who in (user for user, _ in readers):
+            if any(q > 1 for q in plan.ops[who.id].strategy.split) or any(
+                q > 1 for q in p.strategy.split
+            ):
+                raise Tx8labError(
+                    f"group %{body.group.id}: {_label(who)} reads "
+                    f"{_value_text(body, op.results[0].key)} rows other tiles compute (a "
+                    f"halo), and it or {_label(op)} is split in time too; the exchange of a "
+                    "split piece is not modelled: shard or split, not both"
+                )
+        block = t - t % op_tiles
+        for k in range(op_tiles):
+            # the tiles past a whole block of the op's shards repeat the first block
+            src = block + k if block + k < budget else k
+            if src == t:
+                continue
+            box = _meet(own[src], want)
+            if box is not None and _meet(box, own[t]) is None:
+                moves.append((src, t, box))
+    held = [0] * len(own[0])
+    for t in range(budget):
+        want = need[t]
+        box = own[t] if want is None else _bbox(own[t], want)
+        held = [max(h, hi - lo) for h, (lo, hi) in zip(held, box, strict=True)]
+    got = body.exchanges[key] = (tuple(moves), tuple(held) if moves else ())
+    return got
+
+
+def _bbox(a: Window, b: Window) -> Window:
+    return tuple((min(x0, y0), max(x1, y1)) for (x0, x1), (y0, y1) in zip(a, b, strict=True))
 
 
 def gather_readers(
@@ -1153,7 +1398,7 @@ def _loop_writes(node: Node, inside: bool) -> Iterable[str]:
 
 
 def _build(
-    body: _Body, strategy: Strategy, hw: ChipConfig, *, with_cost: bool
+    body: _Body, strategy: Strategy, hw: ChipConfig, *, with_cost: bool, exchange: bool = True
 ) -> tuple[ScheduleInput, SlicePlan]:
     plan = _plan(body, strategy)
     budget = body.tile_budget(hw)
@@ -1165,7 +1410,7 @@ def _build(
                 f"{budget}; make the product of its shard at most {budget}"
             )
     notes: list[str] = []
-    items = _items(body, plan, notes)
+    items = _items(body, plan, notes, budget, exchange)
     nested = _nest(items, plan.slots, 0, (), (), [0])
     if _clobber_conflict(body, items) is not None:
         # loop fission left a reload in another Repeat than the op overwriting the value
@@ -1370,9 +1615,45 @@ def _noc_reduce(body: _Body, plan: SlicePlan, it: _Item, hw: ChipConfig) -> NocR
     key = (it.op.id, shards, p.slice.results[0], whole, body.chip(hw))
     got = body.reductions.get(key)
     if got is None:
-        new = _new_gather if _gathered(body, it.op.id, p.strategy) else _new_noc_reduce
-        got = body.reductions[key] = new(body, plan, it, hw)
+        if noc_ways(p.dims, p.strategy) > 1:
+            got = _new_noc_reduce(body, plan, it, hw)
+        elif _gathered(body, it.op.id, p.strategy):
+            got = _new_gather(body, plan, it, hw)
+        else:
+            got = _new_exchange(body, plan, it, hw)
+        body.reductions[key] = got
     return got
+
+
+def _new_exchange(body: _Body, plan: SlicePlan, it: _Item, hw: ChipConfig) -> NocReduce:
+    """The halo exchange after a compute op (**Exchanges**): its moves, simulated."""
+    op = it.op
+    budget = body.tile_budget(hw)
+    moves, _ = exchange_moves(body, plan, op, budget)
+    tiles = region_tiles(body.group, hw)
+    chip = [t % hw.tiles_per_chip for t in tiles[:budget]]
+    res = op.results[0]
+    mode = op_layout(op)
+    sizes = [value_bytes(tuple(hi - lo for lo, hi in w), res.type.dtype, mode) for _, _, w in moves]
+    run = collectives.exchange_over_noc(
+        [(chip[a], chip[b], n) for (a, b, _), n in zip(moves, sizes, strict=True)],
+        res.type.dtype,
+        hw,
+    )
+    return NocReduce(
+        "direct",
+        budget,
+        (tuple(range(budget)),),
+        len(moves),
+        0,
+        0,
+        0,
+        run.cycles,
+        run.noc_bytes,
+        (("direct", run.cycles),),
+        "exchange",
+        moves,
+    )
 
 
 def _new_gather(body: _Body, plan: SlicePlan, it: _Item, hw: ChipConfig) -> NocReduce:
@@ -1824,12 +2105,15 @@ def schedule_input(
     *,
     multi_buffer: int = 2,
     cache: SliceCache | None = None,
+    exchange: bool = True,
 ) -> ScheduleInput:
     """The init pipeline of ``group_op`` (seed getInitPipelineOps) with its buffers.
 
     ``strategy`` None takes :func:`default_strategy` (``multi_buffer`` copies per looping
     buffer in its fit test); its choices are in ``ScheduleInput.notes``. ``cache``: the
     group's :class:`SliceCache`, when it is sliced for many strategies (the same result).
+    ``exchange`` False refuses a strategy whose readers need pieces of other tiles
+    (**Exchanges**).
 
     Raises:
         Tx8labError: the strategy does not fit the group, or ``cache`` is another group's.
@@ -1837,7 +2121,7 @@ def schedule_input(
     if strategy is None:
         return default_schedule(group_op, hw, multi_buffer=multi_buffer)[1]
     body = cache._for(group_op) if cache is not None else _Body(group_op)
-    si, _ = _build(body, strategy, hw, with_cost=True)
+    si, _ = _build(body, strategy, hw, with_cost=True, exchange=exchange)
     return si
 
 

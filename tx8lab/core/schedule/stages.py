@@ -76,6 +76,10 @@ class StageSettings:
     alloc_nodes: int | None = DEFAULT_ALLOC_NODES
     """Work budget of the ``best`` allocator in branch-and-bound nodes (None: only the
     time cap), so a group's packing does not depend on the machine's load."""
+    noc: bool = True
+    """Tiles may pass their readers the pieces other tiles computed (a halo) over the NoC
+    (slicing's **Exchanges**); False refuses a strategy that needs it (group-cost's
+    ``noc=false``)."""
 
 
 @dataclass(frozen=True)
@@ -120,6 +124,7 @@ def _data_split(flow: _Flow) -> tuple[ScheduleInput, tuple[str, ...]]:
         flow.hw,
         multi_buffer=flow.settings.multi_buffer,
         cache=flow.cache,
+        exchange=flow.settings.noc,
     )
     return si, tuple(si.notes)
 

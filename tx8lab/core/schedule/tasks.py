@@ -148,7 +148,13 @@ class NocReduce:
     collective: str = "all-reduce"
     """``all-reduce`` (partial sums of a compute op), or ``all-gather``: the chunks of a
     shared load, or a compute op's pieces of a value read whole (slicing's **Gathers**);
-    then ``groups`` are its share (gather) groups and nothing is staged."""
+    then ``groups`` are its share (gather) groups and nothing is staged. Or ``exchange``:
+    the pieces of a compute op's result its readers need from other tiles (a halo;
+    slicing's **Exchanges**): one group of every tile of the region, the copies in
+    :attr:`moves`."""
+    moves: tuple[tuple[int, int, tuple[tuple[int, int], ...]], ...] = ()
+    """An exchange's copies: (source tile, tile, window of the value), local indices;
+    copy ``k`` is chunk ``k`` of the plan (``collectives.exchange_plan``)."""
 
 
 @dataclass(frozen=True, slots=True)
