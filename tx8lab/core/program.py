@@ -67,6 +67,10 @@ Readings chosen where the seed is vague:
   still calls the library for it, which returns at once; ``Program.idle`` lists those
   transfers' tags). A send and its receive share a tag (:func:`noc_tag`) naming the
   group, task, iteration, transfer and both tiles.
+- **Exchanges** (``slicing`` **Exchanges**, a halo): copy ``k`` of ``NocReduce.moves``
+  moves its window as far as the source tile's run of the op wrote it at these loop
+  indices (a dim split in time carries its chunk along; an empty part moves nothing and
+  is idle), from the source's result to the same box of the receiver's, in place.
 - **Shared loads** (``slicing`` **Shared loads**): the load moves this tile's chunk of
   its window (its position in its share group; an empty chunk moves nothing and is
   idle), and its ``noc:%5`` task's sends and receives pass the chunks round, landing in
@@ -1138,8 +1142,13 @@ class _Unroll:
         if site.computed:  # each position's own piece
             box = self.boxes.compute_box
             chunks = [site.window(box(site.op_id, g, at)) for g in group]
-        elif red.collective == "exchange":  # copy k: its own window
-            chunks = [w for _, _, w in red.moves]
+        elif red.collective == "exchange":  # copy k: its window within the source's run
+            run_box = self.boxes.compute_box
+            chunks = []
+            for origin, _, w in red.moves:
+                ran = site.window(run_box(site.op_id, origin, at))
+                pairs = zip(w, ran, strict=True)
+                chunks.append(tuple((max(a, c), min(b, d)) for (a, b), (c, d) in pairs))
         else:
             chunks = chunk_boxes(window, red.chunks, red.chunk_dim)
         out: list[tuple[What, str, tuple[Any, ...], tuple[Any, ...], int, str]] = []

@@ -401,14 +401,45 @@ class _Out:
     levels: list[ShardingLevel]
     rmap: tuple[int | None, ...]
     n_dims: int
+    whole: tuple[int, ...] = ()
+    """Dims the split walk keeps whole in time (:func:`halo_dims`)."""
     tries: dict[tuple[int, ...], list[SplitTry]] = field(default_factory=dict, compare=False)
     """split_tries by iteration shard, computed once per vector (every depth reads them)."""
 
     def split_tries(self, shard: tuple[int, ...]) -> list[SplitTry]:
         got = self.tries.get(shard)
         if got is None:
-            got = self.tries[shard] = split_tries(self.op, shard)
+            got = self.tries[shard] = split_tries(self.op, shard, whole=self.whole)
         return got
+
+
+def halo_dims(group: Op, op: Op) -> tuple[int, ...]:
+    """Iteration dims of ``op`` whose consecutive chunks read overlapping parts of a value.
+
+    A value a compute op of the group produces (a pool's or conv's window over a Relu).
+    Split in time, chunk ``c`` would read what chunk ``c - 1`` of the producer computed,
+    which slicing refuses (its **Exchanges**); the walk keeps them whole instead. Read
+    from the op library's windows of two consecutive one-element boxes.
+    """
+    computed = {o.id for o in group.regions[0].ops if is_compute(o)}
+    defn = get_op_def(op.kind)
+    dims = defn.iter_dims(op)
+    out = []
+    for i, d in enumerate(dims):
+        if d.size < 3:
+            continue
+        for j, v in enumerate(op.operands):
+            if v.is_arg or v.owner not in computed:
+                continue
+            base = [(0, x.size) for x in dims]
+            first, second = list(base), list(base)
+            first[i], second[i] = (1, 2), (2, 3)
+            a = defn.operand_window(op, j, tuple(first))
+            b = defn.operand_window(op, j, tuple(second))
+            if any(x != y and x[1] > y[0] for x, y in zip(a, b, strict=True)):
+                out.append(i)
+                break
+    return tuple(out)
 
 
 def _outs(group: Op, tiles: int) -> list[_Out]:
@@ -421,6 +452,7 @@ def _outs(group: Op, tiles: int) -> list[_Out]:
                 op_sharding_levels(op, tiles),
                 tuple(defn.result_dims(op)[0]),
                 len(defn.iter_dims(op)),
+                halo_dims(group, op),
             )
         )
     return outs

@@ -72,7 +72,7 @@ Readings chosen where the seed is vague:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from tx8lab.core.attrs import ParallelAttr
@@ -280,12 +280,18 @@ def next_split(size: int, shard: int, split: int, minimum: int) -> int | None:
 
 
 def split_tries(
-    op: Op, shard: Sequence[int], *, n_first: bool = False, limit: int = 256
+    op: Op,
+    shard: Sequence[int],
+    *,
+    n_first: bool = False,
+    limit: int = 256,
+    whole: Collection[int] = (),
 ) -> list[SplitTry]:
     """DS_TileSplit's walk for ``op`` sharded by ``shard`` (over its iteration dims).
 
     Reduction dims first (seed ``reduceSplit``), then the first dim not at its minimum,
-    from the back (from the front with ``n_first``); at most ``limit`` tries.
+    from the back (from the front with ``n_first``); at most ``limit`` tries. The dims of
+    ``whole`` are passed over (kept whole in time).
 
     Raises:
         Tx8labError: ``shard`` does not fit the op's iteration dims.
@@ -305,7 +311,7 @@ def split_tries(
         while len(tries) < limit:
             pick: tuple[int, int] | None = None
             for i in group:
-                if not dims[i].splittable:
+                if not dims[i].splittable or i in whole:
                     continue
                 nxt = next_split(dims[i].size, shard[i], split[i], mins[i])
                 if nxt is not None:

@@ -326,7 +326,9 @@ class _Body:
         """Compute op -> the group dim of each iteration dim."""
         self.loops = {o: tuple(self.loop_of[r] for r in roots) for o, roots in self.roots.items()}
         """Compute op -> the loop of each iteration dim."""
-        self.exchanges: dict[tuple[Any, ...], tuple[Moves, tuple[int, ...]]] = {}
+        self.exchanges: dict[
+            tuple[Any, ...], tuple[Moves, tuple[int, ...], tuple[Window, ...]]
+        ] = {}
         self.window_plans: dict[tuple[int, int, int], tuple[Any, Any]] = {}
         """(op, reader, operand) -> their window plans (:func:`_reads_own`)."""
         """:func:`exchange_moves`'s answers by what they depend on."""
@@ -847,7 +849,7 @@ def _items(
             res = op.results[0].key
             _check_chunk_halos(body, plan, op)
             gathered = _gathered(body, op.id, p.strategy)
-            moves, held = ((), ()) if gathered else exchange_moves(body, plan, op, budget)
+            moves, held, _ = ((), (), ()) if gathered else exchange_moves(body, plan, op, budget)
             if moves and not exchange:
                 raise Tx8labError(
                     f"group %{body.group.id}: the readers of {_label(op)} need pieces other "
@@ -964,12 +966,19 @@ def _check_chunk_halos(body: _Body, plan: SlicePlan, op: Op) -> None:
                 Strategy({k: q.strategy for k, q in plan.ops.items()}), body.group_dim
             )
         udef, mine = get_op_def(user.kind), get_op_def(op.kind)
+        rmap = body.rmaps[op.id][0]
         for root in sorted(shared):
+            # the value's dims that follow this loop (a halo between tiles is not this)
+            along = [
+                e for e, i in enumerate(rmap) if i is not None and body.roots[op.id][i] == root
+            ]
             for c in (0, 1):
                 at = {root: c}
                 need = udef.operand_window(user, j, _tile_box(body, plan, order, user.id, 0, at))
                 own = mine.result_window(op, 0, _tile_box(body, plan, order, op.id, 0, at))
-                if not any(hi <= lo for lo, hi in need) and not _inside(need, own):
+                if not any(hi <= lo for lo, hi in need) and any(
+                    need[e][0] < own[e][0] or need[e][1] > own[e][1] for e in along
+                ):
                     raise Tx8labError(
                         f"group %{body.group.id}: {_label(user)} reads, in chunk {c} of the "
                         f"loop over {_dim_text(body, root)}, part of "
@@ -1029,12 +1038,14 @@ Moves = tuple[tuple[int, int, Window], ...]
 
 def exchange_moves(
     body: _Body, plan: SlicePlan, op: Op, budget: int
-) -> tuple[Moves, tuple[int, ...]]:
-    """The halo moves of ``op``'s result (**Exchanges**) and the box a tile holds.
+) -> tuple[Moves, tuple[int, ...], tuple[Window, ...]]:
+    """The halo moves of ``op``'s result (**Exchanges**), the box a tile holds, one run's.
 
-    The moves are (source tile, tile, window); none when on every tile its compute readers
-    read inside what the op writes there. The box is the largest extent, per dim, of what
-    the op writes and its readers read on one tile (the buffer holds it).
+    The moves are (source tile, tile, window) on the tiles' whole pieces; none when on
+    every tile its compute readers read inside what the op writes there. The box is the
+    largest extent, per dim, of what the op writes and its readers read on one tile in
+    one run (the first chunk of each loop: the buffer holds it); the last, each move's
+    part in that run (() when it moves nothing then).
 
     Raises:
         Tx8labError: the op or a reader that needs another tile's piece is split in time.
@@ -1044,7 +1055,7 @@ def exchange_moves(
     if math.prod(p.strategy.shard) == 1 or all(
         _reads_own(body, plan, op, user, j) for user, j in readers
     ):
-        return (), ()
+        return (), (), ()
     order = tile_order(Strategy({k: q.strategy for k, q in plan.ops.items()}), body.group_dim)
     # the tiles' coordinates follow the order of the sharded group dims (tile_order)
     ranks = tuple(
@@ -1067,20 +1078,13 @@ def exchange_moves(
             need[t] = w if got_t is None else _bbox(got_t, w)
     op_tiles = math.prod(p.strategy.shard)
     moves: list[tuple[int, int, Window]] = []
+    halo: set[int] = set()
     for t in range(budget):
         want = need[t]
         if want is None or _inside(want, own[t]):
             continue
-        for who in (user for user, _ in readers):
-            if any(q > 1 for q in plan.ops[who.id].strategy.split) or any(
-                q > 1 for q in p.strategy.split
-            ):
-                raise Tx8labError(
-                    f"group %{body.group.id}: {_label(who)} reads "
-                    f"{_value_text(body, op.results[0].key)} rows other tiles compute (a "
-                    f"halo), and it or {_label(op)} is split in time too; the exchange of a "
-                    "split piece is not modelled: shard or split, not both"
-                )
+        pairs = enumerate(zip(want, own[t], strict=True))
+        halo |= {e for e, (w, o) in pairs if w[0] < o[0] or w[1] > o[1]}
         block = t - t % op_tiles
         for k in range(op_tiles):
             # the tiles past a whole block of the op's shards repeat the first block
@@ -1090,12 +1094,43 @@ def exchange_moves(
             box = _meet(own[src], want)
             if box is not None and _meet(box, own[t]) is None:
                 moves.append((src, t, box))
+    if not moves:
+        got = body.exchanges[key] = ((), (), ())
+        return got
+    # a dim the halo crosses is not split in time by the op or a reader (module docstring)
+    value = op.results[0].key
+    for who, dim_map in [(op, body.rmaps[op.id][0])] + [
+        (user, body.omaps[user.id][j]) for user, j in readers
+    ]:
+        split = plan.ops[who.id].strategy.split
+        for e in sorted(halo):
+            i = dim_map[e] if e < len(dim_map) else None
+            if i is not None and split[i] > 1:
+                raise Tx8labError(
+                    f"group %{body.group.id}: the readers of {_value_text(body, value)} need "
+                    f"its dim {e} from other tiles (a halo), and {_label(who)} splits that "
+                    f"dim in time by {split[i]}; the exchange of a split halo is not "
+                    "modelled: shard it or split another dim"
+                )
+    # what one run moves and holds: the first chunk of every dim split in time
+    first = {r: 0 for r in body.roots[op.id]}
+    for user, _ in readers:
+        first.update({r: 0 for r in body.roots[user.id]})
+    own0 = [
+        mine.result_window(op, 0, _tile_box(body, plan, order, op.id, t, first))
+        for t in range(budget)
+    ]
     held = [0] * len(own[0])
     for t in range(budget):
-        want = need[t]
-        box = own[t] if want is None else _bbox(own[t], want)
+        box = own0[t]
+        for user, j in readers:
+            udef = get_op_def(user.kind)
+            w = udef.operand_window(user, j, _tile_box(body, plan, order, user.id, t, first))
+            if not any(hi <= lo for lo, hi in w):
+                box = _bbox(box, w)
         held = [max(h, hi - lo) for h, (lo, hi) in zip(held, box, strict=True)]
-    got = body.exchanges[key] = (tuple(moves), tuple(held) if moves else ())
+    runs = tuple(_meet(w, own0[src]) or () for src, _, w in moves)
+    got = body.exchanges[key] = (tuple(moves), tuple(held), runs)
     return got
 
 
@@ -1629,17 +1664,18 @@ def _new_exchange(body: _Body, plan: SlicePlan, it: _Item, hw: ChipConfig) -> No
     """The halo exchange after a compute op (**Exchanges**): its moves, simulated."""
     op = it.op
     budget = body.tile_budget(hw)
-    moves, _ = exchange_moves(body, plan, op, budget)
+    moves, _, runs = exchange_moves(body, plan, op, budget)
     tiles = region_tiles(body.group, hw)
     chip = [t % hw.tiles_per_chip for t in tiles[:budget]]
     res = op.results[0]
     mode = op_layout(op)
-    sizes = [value_bytes(tuple(hi - lo for lo, hi in w), res.type.dtype, mode) for _, _, w in moves]
-    run = collectives.exchange_over_noc(
-        [(chip[a], chip[b], n) for (a, b, _), n in zip(moves, sizes, strict=True)],
-        res.type.dtype,
-        hw,
-    )
+    # one run's copies (a loop's later runs move as much)
+    now = [
+        (chip[a], chip[b], value_bytes(tuple(hi - lo for lo, hi in w), res.type.dtype, mode))
+        for (a, b, _), w in zip(moves, runs, strict=True)
+        if w
+    ]
+    run = collectives.exchange_over_noc(now, res.type.dtype, hw)
     return NocReduce(
         "direct",
         budget,
@@ -2243,9 +2279,11 @@ def _default(
             trial = {**split, root: effective_split(size[root], shard[root], split[root] * 2)}
             try:
                 _slots(body, trial)
+                got, trial_si = live(trial)
             except Tx8labError:
-                continue  # no loop order keeps its partial sums right
-            got, trial_si = live(trial)
+                # no loop order keeps its partial sums right, or a reader's chunk would
+                # reach into another chunk (**Exchanges**)
+                continue
             shrinks = trial_si.buffers[largest].bytes < si.buffers[largest].bytes
             key = (not shrinks, got, -piece, _LEVEL[body.loop_of[root]], root)
             if best is None or key < best[0]:
