@@ -602,3 +602,42 @@ def test_a_halo_across_a_loop_is_refused() -> None:
     split = propagate(group, {pool.id: param_for(pool, OpStrategy((1, 1, 1, 1), (1, 1, 2, 1)))})
     with pytest.raises(Tx8labError, match=r"MaxPool2d.*reads, in chunk \d of the loop"):
         schedule_input(group, split.strategy, HW)
+
+
+def test_a_halo_with_the_batch_split_in_time_moves_each_chunks_rows(monkeypatch: Any) -> None:
+    from tx8lab.core.schedule import search
+    from tx8lab.core.schedule.sharding import param_for, propagate
+    from tx8lab.core.schedule.tasks import OpStrategy
+
+    b = Builder()
+    x = b.input((2, 32, 16, 8), "f16")
+    y = b.op("Relu", b.op("Conv2d", x, b.weight((8, 3, 3, 8), "f16"), pads=(1, 1, 1, 1)))
+    b.output(b.op("MaxPool2d", y, kernel=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1)))
+    from tx8lab.core.schedule.slicing import schedule_input
+
+    plain = search.default_schedule
+
+    def rows_over_tiles_batch_in_time(group: Op, hw: Any, **kw: Any) -> Any:
+        pool = next((o for o in group.regions[0].ops if o.kind == "tx8be.MaxPool2d"), None)
+        if pool is None:
+            return plain(group, hw, **kw)
+        # the pool's 16 rows over 16 tiles, its 2 images one after the other
+        st = OpStrategy((1, 16, 1, 1), (2, 1, 1, 1))
+        strategy = propagate(group, {pool.id: param_for(pool, st)}).strategy
+        return strategy, schedule_input(group, strategy, hw)
+
+    monkeypatch.setattr(search, "default_schedule", rows_over_tiles_batch_in_time)
+    knobs = {"group-cost.search": "default", "group-cost.noc": True}
+    module = list(run_pipeline(b.finish(), build_pipeline(None, knobs), HW))[-1].result.module
+    group = _pool_group(module)
+    relu = next(o for o in group.regions[0].ops if o.kind == "tx8be.Relu")
+    assert strategy_of(group).ops[relu.id].split[0] == 2
+    program = build_program(module, HW)
+    recvs = [c for cs in program.tiles.values() for c in cs if c.what == "recv"]
+    # by hand: Relu rows [2t, 2t + 2) on tile t, pool row t reads [2t - 1, 2t + 2): tiles
+    # 1..15 get row 2t - 1 of image n in the n-th run
+    got = sorted((c.writes[0].window[0], c.peer, c.tile, c.writes[0].window[1]) for c in recvs)
+    want = [((n, n + 1), t - 1, t, (2 * t - 1, 2 * t)) for n in range(2) for t in range(1, 16)]
+    assert got == want
+    ex = execute_module(module, HW, via="program")
+    assert ex.ok, ex.summary()

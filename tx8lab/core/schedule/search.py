@@ -1295,7 +1295,11 @@ def schedule_group(
     if mode == "default":
         start = time.perf_counter()
         strategy, si = default_schedule(
-            group, hw, multi_buffer=settings.multi_buffer, chips=chips.chips if chips else None
+            group,
+            hw,
+            multi_buffer=settings.multi_buffer,
+            chips=chips.chips if chips else None,
+            exchange=settings.noc,
         )
         # choosing the default built its init pipeline: that is its data-split
         first = StageRecord("data-split", si, time.perf_counter() - start, tuple(si.notes))

@@ -2167,16 +2167,18 @@ def default_schedule(
     *,
     multi_buffer: int = 2,
     chips: Mapping[int, tuple[int, ...]] | None = None,
+    exchange: bool = True,
 ) -> tuple[Strategy, ScheduleInput]:
     """:func:`default_strategy` and its init pipeline, computed once.
 
-    The input's ``notes`` say how the default was chosen.
+    The input's ``notes`` say how the default was chosen. ``exchange``: as
+    :func:`schedule_input`'s.
     """
     body = _Body(group_op)
     strategy, extra = _default(body, hw, multi_buffer, chips or {})
-    si, _ = _build(body, strategy, hw, with_cost=True)
+    si, _ = _build(body, strategy, hw, with_cost=True, exchange=exchange)
     if extra:
-        si = ScheduleInput(si.group_id, si.nodes, si.buffers, si.tiles, (*si.notes, *extra))
+        si = replace(si, notes=(*si.notes, *extra))
     return strategy, si
 
 
