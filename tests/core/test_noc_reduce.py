@@ -641,3 +641,24 @@ def test_a_halo_with_the_batch_split_in_time_moves_each_chunks_rows(monkeypatch:
     assert got == want
     ex = execute_module(module, HW, via="program")
     assert ex.ok, ex.summary()
+
+
+def test_the_walk_keeps_whole_the_dims_whose_chunks_share_a_halo() -> None:
+    from tx8lab.core.schedule.search import halo_dims
+
+    group = _pool_group(_scheduled(False, module=_conv_relu_pool()))
+    pool = next(o for o in group.regions[0].ops if o.kind == "tx8be.MaxPool2d")
+    conv = next(o for o in group.regions[0].ops if o.kind == "tx8be.Conv2d")
+    # pool (N, OH, OW, C), 3 x 3 windows at stride 2: rows 2r - 1 .. 2r + 1, so output
+    # rows 1 and 2 both read Relu row 3 (a halo); the conv reads a load, not a compute op
+    assert halo_dims(group, pool) == (1, 2)
+    assert halo_dims(group, conv) == ()
+    b = Builder()
+    x = b.input((1, 16, 16, 8), "f16")
+    y = b.op("Relu", b.op("Conv2d", x, b.weight((8, 3, 3, 8), "f16"), pads=(1, 1, 1, 1)))
+    b.output(b.op("MaxPool2d", y, kernel=(2, 2), strides=(2, 2)))
+    tiled = _pool_group(_scheduled(False, module=b.finish()))
+    kinds = [o.kind for o in tiled.regions[0].ops]
+    assert "tx8be.Relu" in kinds  # the pool reads a compute op of its group
+    pool2 = next(o for o in tiled.regions[0].ops if o.kind == "tx8be.MaxPool2d")
+    assert halo_dims(tiled, pool2) == ()  # 2 x 2 at stride 2: the windows tile the rows

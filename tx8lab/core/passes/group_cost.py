@@ -74,8 +74,10 @@ Readings chosen:
   commands on other buffers).
 - **NoC reductions** (``noc``, on by default): the search also weighs strategies that
   shard a matmul's K or a conv's IC across tiles and all-reduce the partial sums over the
-  NoC, and strategies whose loads the tiles reading one window share (each loads a
-  chunk, the chunks are all-gathered over the NoC; ``search`` module docstring);
+  NoC, strategies that shard a dim another op reads whole and all-gather the pieces,
+  and strategies whose loads the tiles reading one window share (each loads a
+  chunk, the chunks are all-gathered over the NoC; ``search`` module docstring); rows a
+  reader needs from a neighbour tile (a halo) are copied over (slicing's **Exchanges**);
   ``noc=false`` restores the non-communicating space, so the two can be compared. Every
   report entry carries ``comm`` (``k-reduce`` when a reduction dim is sharded across
   tiles, else ``gather`` when a computed value read whole is all-gathered, else
@@ -179,7 +181,9 @@ class GroupCost(Pass):
     )
     """The module docstring's "Simulated cost"."""
     noc: bool = knob(
-        True, "search strategies whose tiles talk over the NoC (k-reduce, shared loads)"
+        True,
+        "search strategies whose tiles talk over the NoC (k-reduce, gathers, halo "
+        "exchanges, shared loads)",
     )
     """The module docstring's "NoC reductions" (``--set group-cost.noc=false``: none)."""
 
