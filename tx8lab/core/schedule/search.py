@@ -118,6 +118,11 @@ Readings chosen where the seed is vague:
   the pieces for the reader instead of each computing the whole. Rows say ``G/k`` and
   ``comm == "gather"``. The widths run narrowest first, a width's gathers before its
   reductions, so a budget spent on one kind leaves the other its narrow widths.
+- **Halos.** The split walk keeps whole in time each output op's dims whose chunks would
+  read overlapping parts of what an op of the group computes (:func:`halo_dims`: a 3 x 3
+  pool over a Relu), which slicing refuses (its **Exchanges**: a halo across a loop);
+  otherwise the walk's later depths, which only add splits, would all be refused too.
+  Between tiles a halo is copied (``comm == "exchange"``) whatever the candidate.
 - **Shared loads** (``noc=True``). Then the ``SHARE_TOP`` plain candidates the plan ranks
   best (every OK plain one in ``exhaustive``) among those some load of which several
   tiles read alike (``slicing.replicates_a_load``) run again with ``Strategy.share``: slicing

@@ -1048,7 +1048,7 @@ def exchange_moves(
     part in that run (() when it moves nothing then).
 
     Raises:
-        Tx8labError: the op or a reader that needs another tile's piece is split in time.
+        Tx8labError: the op or a reader splits in time a dim the halo crosses.
     """
     p = plan.ops[op.id]
     readers = body.compute_users(op.results[0].key)
