@@ -67,6 +67,9 @@ Readings chosen where the seed is vague:
   still calls the library for it, which returns at once; ``Program.idle`` lists those
   transfers' tags). A send and its receive share a tag (:func:`noc_tag`) naming the
   group, task, iteration, transfer and both tiles.
+- **Pieces read whole** (``slicing`` **Gathers**): the all-gather after a compute op
+  passes round, as chunk ``p``, the op's result window on the ``p``-th tile of each
+  gather group, landing in place in the buffer that holds the whole dim.
 - **Exchanges** (``slicing`` **Exchanges**, a halo): copy ``k`` of ``NocReduce.moves``
   moves its window as far as the source tile's run of the op wrote it at these loop
   indices (a dim split in time carries its chunk along; an empty part moves nothing and
