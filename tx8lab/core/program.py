@@ -104,7 +104,7 @@ from tx8lab.core.schedule.slicing import (
     gather_readers,
     linked_dims,
     loop_slots,
-    mixed_digits,
+    op_tile_coords,
     region_tiles,
     tile_order,
 )
@@ -532,14 +532,9 @@ class _GroupBoxes:
         key = (op_id, local)
         got = self._coords.get(key)
         if got is None:
-            st = self.strategy.ops[op_id]
-            sharded = sorted(
-                (self.tile_order[self.root[(op_id, i)]], i) for i, s in enumerate(st.shard) if s > 1
-            )
-            radix = [st.shard[i] for _, i in sharded]
-            digits = mixed_digits(local % max(1, math.prod(radix)), radix)
-            got = {i: d for (_, i), d in zip(sharded, digits, strict=True)}
-            self._coords[key] = got
+            shard = self.strategy.ops[op_id].shard
+            roots = [self.root[(op_id, i)] for i in range(len(shard))]
+            got = self._coords[key] = op_tile_coords(shard, roots, self.tile_order, local)
         return got
 
     def _dim_cuts(self, op_id: int) -> list[tuple[int, int, int, int, int, int]]:

@@ -919,12 +919,7 @@ def _tile_box(
     """
     p = plan.ops[op_id]
     st = p.strategy
-    sharded = sorted(
-        (order[body.group_dim[(op_id, i)]], i) for i, s in enumerate(st.shard) if s > 1
-    )
-    radix = [st.shard[i] for _, i in sharded]
-    digits = mixed_digits(local % max(1, math.prod(radix)), radix)
-    coords = {i: d for (_, i), d in zip(sharded, digits, strict=True)}
+    coords = op_tile_coords(st.shard, body.roots[op_id], order, local)
     box = []
     for i, (dim, n) in enumerate(zip(p.dims, st.per_tile(), strict=True)):
         piece = -(-dim.size // n)
@@ -962,9 +957,7 @@ def _check_chunk_halos(body: _Body, plan: SlicePlan, op: Op) -> None:
         if not shared or (theirs == split and _reads_own(body, plan, op, user, j)):
             continue
         if order is None:
-            order = tile_order(
-                Strategy({k: q.strategy for k, q in plan.ops.items()}), body.group_dim
-            )
+            order = _plan_order(body, plan)
         udef, mine = get_op_def(user.kind), get_op_def(op.kind)
         rmap = body.rmaps[op.id][0]
         for root in sorted(shared):
@@ -986,6 +979,11 @@ def _check_chunk_halos(body: _Body, plan: SlicePlan, op: Op) -> None:
                         f"{_label(op)} computes (a halo across the loop); not modelled: "
                         "split another dim, or shard this one"
                     )
+
+
+def _plan_order(body: _Body, plan: SlicePlan) -> dict[tuple[int, int], tuple[int, tuple[int, int]]]:
+    """:func:`tile_order` of the plan's strategy (the program's order of sharded dims)."""
+    return tile_order(Strategy({k: q.strategy for k, q in plan.ops.items()}), body.group_dim)
 
 
 def _reads_own(body: _Body, plan: SlicePlan, op: Op, user: Op, j: int) -> bool:
@@ -1056,7 +1054,7 @@ def exchange_moves(
         _reads_own(body, plan, op, user, j) for user, j in readers
     ):
         return (), (), ()
-    order = tile_order(Strategy({k: q.strategy for k, q in plan.ops.items()}), body.group_dim)
+    order = _plan_order(body, plan)
     # the tiles' coordinates follow the order of the sharded group dims (tile_order)
     ranks = tuple(
         order.get(r) for who in (op, *(u for u, _ in readers)) for r in body.roots[who.id]
@@ -1614,6 +1612,23 @@ def region_tiles(group: Op, hw: ChipConfig) -> list[int]:
     return [(y0 + r) * cols + (x0 + c) for r in range(dy) for c in range(dx)]
 
 
+def op_tile_coords(
+    shard: Sequence[int],
+    roots: Sequence[tuple[int, int]],
+    order: Mapping[tuple[int, int], Any],
+    local: int,
+) -> dict[int, int]:
+    """Iteration dim -> tile ``local``'s coordinate on it, for each dim an op shards.
+
+    The mixed radix of the op's sharded dims in :func:`tile_order` (the program's
+    **Tiles**; ``roots``: each dim's group dim); the tiles past their product repeat.
+    """
+    sharded = sorted((order[roots[i]], i) for i, s in enumerate(shard) if s > 1)
+    radix = [shard[i] for _, i in sharded]
+    digits = mixed_digits(local % max(1, math.prod(radix)), radix)
+    return {i: d for (_, i), d in zip(sharded, digits, strict=True)}  # slowest first
+
+
 def mixed_digits(index: int, radix: Sequence[int]) -> list[int]:
     """``index`` in mixed radix ``radix``, the last digit fastest (a tile's coordinates).
 
@@ -1660,13 +1675,18 @@ def _noc_reduce(body: _Body, plan: SlicePlan, it: _Item, hw: ChipConfig) -> NocR
     return got
 
 
+def _chip_tiles(body: _Body, hw: ChipConfig) -> tuple[int, ...]:
+    """The chip tile id of each local tile of the group's region (what collectives take)."""
+    budget = body.tile_budget(hw)
+    return tuple(t % hw.tiles_per_chip for t in region_tiles(body.group, hw)[:budget])
+
+
 def _new_exchange(body: _Body, plan: SlicePlan, it: _Item, hw: ChipConfig) -> NocReduce:
     """The halo exchange after a compute op (**Exchanges**): its moves, simulated."""
     op = it.op
     budget = body.tile_budget(hw)
     moves, _, runs = exchange_moves(body, plan, op, budget)
-    tiles = region_tiles(body.group, hw)
-    chip = [t % hw.tiles_per_chip for t in tiles[:budget]]
+    chip = _chip_tiles(body, hw)
     res = op.results[0]
     mode = op_layout(op)
     # one run's copies (a loop's later runs move as much)
@@ -1706,14 +1726,13 @@ def _new_gather(body: _Body, plan: SlicePlan, it: _Item, hw: ChipConfig) -> NocR
             f"shard whose product divides {budget}"
         )
     groups = _tile_groups(body, plan, op, {i for i, _ in dims}, budget)
-    tiles = region_tiles(body.group, hw)
     res = op.results[0]
     return _gather_choice(
         tuple(it.shapes[res.key]),
         res.type.dtype,
         op_layout(op).value,
         groups,
-        tuple(t % hw.tiles_per_chip for t in tiles[:budget]),
+        _chip_tiles(body, hw),
         dims[0][1],
         hw,
     )
@@ -1766,7 +1785,6 @@ def _new_noc_reduce(body: _Body, plan: SlicePlan, it: _Item, hw: ChipConfig) -> 
             f"divides {budget}"
         )
     groups = _tile_groups(body, plan, op, {i for i, d in enumerate(p.dims) if d.reduce}, budget)
-    tiles = region_tiles(body.group, hw)
     res = op.results[0].type
     return _noc_choice(
         tuple(p.slice.results[0]),
@@ -1774,7 +1792,7 @@ def _new_noc_reduce(body: _Body, plan: SlicePlan, it: _Item, hw: ChipConfig) -> 
         op_layout(op).value,
         ways,
         groups,
-        tuple(t % hw.tiles_per_chip for t in tiles[:budget]),
+        _chip_tiles(body, hw),
         hw,
     )
 
@@ -1790,17 +1808,14 @@ def _tile_groups(
     """
     st = plan.ops[op.id].strategy
     op_tiles = math.prod(st.shard)
-    order = tile_order(Strategy({k: q.strategy for k, q in plan.ops.items()}), body.group_dim)
-    sharded = sorted(
-        (order[body.group_dim[(op.id, i)]], i) for i, s in enumerate(st.shard) if s > 1
-    )
-    radix = [st.shard[i] for _, i in sharded]
+    order = _plan_order(body, plan)
     members: dict[tuple[int, ...], dict[tuple[int, ...], int]] = {}
     for local in range(budget):
-        rest, digits = local // op_tiles, mixed_digits(local % op_tiles, radix)
-        keep = tuple(d for (_, i), d in zip(sharded, digits, strict=True) if i not in across)
-        pos = tuple(d for (_, i), d in zip(sharded, digits, strict=True) if i in across)
-        members.setdefault((rest, *keep), {})[pos] = local
+        # in the mixed radix's order, slowest first
+        coords = op_tile_coords(st.shard, body.roots[op.id], order, local).items()
+        keep = tuple(d for i, d in coords if i not in across)
+        pos = tuple(d for i, d in coords if i in across)
+        members.setdefault((local // op_tiles, *keep), {})[pos] = local
     return tuple(tuple(g[k] for k in sorted(g)) for _, g in sorted(members.items()))
 
 
@@ -1838,7 +1853,7 @@ def _with_shares(
     out: list[_Item] = []
     shares: dict[int, NocReduce] = {}
     budget = body.tile_budget(hw)
-    tile_of = tuple(t % hw.tiles_per_chip for t in region_tiles(body.group, hw)[:budget])
+    tile_of = _chip_tiles(body, hw)
     for it in items:
         out.append(it)
         if it.engine != "ld" or it.reads or it.noc:
