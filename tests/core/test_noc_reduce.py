@@ -537,6 +537,75 @@ def test_a_group_summed_to_a_scalar_uses_the_tiles_only_by_talking(tmp_path: Any
     assert ex.ok, ex.summary()
 
 
+# ---------------------------------------------------------------- only K-sharding fits
+
+
+def _contracted_pool(tmp_path: Any) -> tuple[Module, dict[str, Any], Any]:
+    # x[1, 1, 8192, 16] -> 1x1 Conv2d -> Relu -> MaxPool2d 1x3 along the 8192 columns ->
+    # MatMul contracting those columns with a[1, 1, 16, 8192]: one group (a pattern file of
+    # our own), SPM cut to 256 KiB (192 KiB usable). By hand, without the NoC every tile
+    # holds all of x (8192 x 16 f16 = 256 KiB): its columns are the MatMul's K, so cutting
+    # them across tiles leaves partial sums to add, and in time the pool's halo would cross
+    # the loop (refused); its 16 channels are the conv's reduction at its smallest slice
+    # (the seed's sliceShapeMin, one f16 alignment base), so they split only across tiles,
+    # again as partial sums. With the NoC a plan shards a reduction dim and adds over it.
+    patterns = tmp_path / "patterns.txt"
+    patterns.write_text("conv_pool_matmul 10: Conv2d Relu MaxPool2d MatMul\n")
+    b = Builder()
+    x = b.input((1, 1, 8192, 16), "f16")
+    y = b.op("Relu", b.op("Conv2d", x, b.weight((16, 1, 1, 16), "f16")))
+    p = b.op("MaxPool2d", y, kernel=(1, 3), strides=(1, 1), pads=(0, 1, 0, 1))
+    b.output(b.op("MatMul", b.input((1, 1, 16, 8192), "f16"), p))
+    return b.finish(), {"group.patterns_file": str(patterns)}, resolve_hw(["tile.spm_bytes=256Ki"])
+
+
+def test_a_group_only_a_k_sharded_plan_fits_is_found_and_computes_right(tmp_path: Any) -> None:
+    from tx8lab.core.ops import get_op_def
+    from tx8lab.core.passes import DEFAULT_PIPELINE
+    from tx8lab.core.schedule.search import search_group, space_size
+    from tx8lab.errors import Tx8labError
+    from tx8lab.widgets.report_html import group_table
+
+    module, knobs, hw = _contracted_pool(tmp_path)
+    before = DEFAULT_PIPELINE[: DEFAULT_PIPELINE.index("group-cost")]
+    grouped = list(run_pipeline(module, build_pipeline(before, knobs), hw))[-1].after
+    group = _matmul_group(grouped)
+    assert len([o for o in group.regions[0].ops if o.kind.startswith("tx8be.")]) >= 4
+    # the whole non-communicating space, brute force: nothing fits
+    plain = space_size(group, hw, noc=False)
+    with pytest.raises(Tx8labError, match=rf"%{group.id}: no candidate of {plain} fits"):
+        search_group(group, hw, mode="exhaustive", noc=False)
+    # the whole space with the NoC: what fits shards a reduction dim across tiles
+    ex = search_group(group, hw, mode="exhaustive", noc=True)
+    fits = [c for c in ex.candidates if c.status == "OK"]
+    assert fits
+    body = {o.id: o for o in group.regions[0].ops}
+    for c in fits:
+        assert c.comm == "k-reduce"
+        assert c.strategy is not None
+        sharded = [
+            d.name
+            for k, st in c.strategy.ops.items()
+            for d, ways in zip(get_op_def(body[k].kind).iter_dims(body[k]), st.shard, strict=True)
+            if d.loop == "ic" and ways > 1
+        ]
+        assert sharded, c.sharding
+    # the pipeline finds one, says nothing without the NoC fits, and its program is right
+    knobs_on = {**knobs, "group-cost.noc": True}
+    steps = list(run_pipeline(module, build_pipeline(None, knobs_on), hw))
+    out = steps[-1].result.module
+    entries = next(s for s in steps if s.name == "group-cost").result.artifacts["groups"]
+    entry = next(e for e in entries if e["id"] == _matmul_group(out).id)
+    assert entry["comm"] == "k-reduce"
+    assert entry["noc_saved_cycles"] is None
+    assert entry["noc_bytes"] > 0
+    assert "k-reduce, none without NoC fits" in list(group_table({"groups": entries})["NoC"])
+    ex_c = execute_module(out, hw, via="c")
+    assert ex_c.ok, ex_c.summary()
+    with pytest.raises(Tx8labError, match=rf"group %{group.id}: no candidate of \d+ fits"):
+        list(run_pipeline(module, build_pipeline(None, {**knobs, "group-cost.noc": False}), hw))
+
+
 # ---------------------------------------------------------------- exchanges (halos)
 
 

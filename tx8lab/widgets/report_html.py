@@ -139,12 +139,20 @@ def _loops_text(loops: Mapping[str, int] | None) -> str:
 
 
 def _noc_text(group: Mapping[str, Any]) -> str:
-    """``share, 5,465 saved`` for a group that talks over the NoC (group-cost ``noc``)."""
+    """``share, 5,465 saved`` for a group that talks over the NoC (group-cost ``noc``).
+
+    ``k-reduce, none without NoC fits`` when no non-communicating candidate the search ran
+    fits SPM (``noc_saved_cycles`` present but None).
+    """
     comm = group.get("comm", "none")
     if comm == "none":
         return ""
     saved = group.get("noc_saved_cycles")
-    return str(comm) + (f", {saved:,} saved" if isinstance(saved, int) else "")
+    if isinstance(saved, int):
+        return f"{comm}, {saved:,} saved"
+    if "noc_saved_cycles" in group:
+        return f"{comm}, none without NoC fits"
+    return str(comm)
 
 
 def group_table(report: Mapping[str, Any]) -> pd.DataFrame:

@@ -86,7 +86,8 @@ Readings chosen:
   payload bytes its reductions and
   all-gathers send, every run counted); a communicating one chosen by a search also
   ``noc_saved_cycles``: the best non-communicating candidate's cycles minus its own
-  (ranked as the search ranks: simulated for the ones it played).
+  (ranked as the search ranks: simulated for the ones it played), None when no
+  non-communicating candidate the search ran fits.
 - **Progress**: while searching, each finished group is reported through the
   :class:`~tx8lab.core.passes.base.PassContext` (groups done, template hits); the
   runner's ``Progress`` instrument draws the bar. It never changes results.
