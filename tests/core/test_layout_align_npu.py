@@ -8,7 +8,9 @@ modules (hypothesis), the optimal <= greedy bound, the seed demo, and the report
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -17,7 +19,7 @@ from tests.helpers import INTERPRETABLE, same_outputs
 from tests.strategies import modules
 from tx8lab.core import Builder, verify, zoo
 from tx8lab.core.attrs import DevInfo, LayoutMode
-from tx8lab.core.ir import Module
+from tx8lab.core.ir import TERMINATORS, Block, Function, Module
 from tx8lab.core.passes import build_pipeline
 from tx8lab.core.passes.layout_align_npu import (
     FIXED_RULES,
@@ -137,6 +139,71 @@ def test_seed_demo_colors() -> None:
     cleaned = LayoutAlignOpt().run(result.module, TX81)
     assert cleaned.stats["erased_const"] == 2
     assert _norms(cleaned.module) == 9
+
+
+def _colors(module: Module) -> tuple[dict[int, LayoutMode], int]:
+    """Each original op's layout after greedy coloring, and the ChannelNorms inserted."""
+    out = LayoutAlignNPU(compare=False).run(module, TX81).module
+    ids = {op.id for op in module.main.ops}
+    layouts = {
+        op.id: op.attrs["dev_info"].mem_layout
+        for op in out.main.ops
+        if op.id in ids and isinstance(op.attrs.get("dev_info"), DevInfo)
+    }
+    return layouts, _norms(out) - _norms(module)
+
+
+def _conv_plus_constant(constant_first: bool) -> tuple[Module, int]:
+    b = Builder()
+    x = b.input((1, 8, 8, 16), "f16")
+    w = b.weight((16, 3, 3, 16), "f16")
+    if constant_first:
+        c = b.constant(np.ones((1, 8, 8, 16)), "f16")
+        y = b.op("Conv2d", x, w, pads=(1, 1, 1, 1))
+    else:
+        y = b.op("Conv2d", x, w, pads=(1, 1, 1, 1))
+        c = b.constant(np.ones((1, 8, 8, 16)), "f16")
+    add = b.op("Add", y, c)
+    b.output(add)
+    return b.finish(), add.owner
+
+
+def test_a_constant_parent_never_decides_the_color() -> None:
+    # Conv -> Add(conv, full-shape constant): the constant imposes no color (seed 000's
+    # code), so the Add follows the Conv, ALIGN, whichever of the two is printed first;
+    # ChannelNorms by hand: the argument, the Conv's weight and the constant to ALIGN, the
+    # Add's result back to NALIGN for the return
+    for constant_first in (False, True):
+        module, add = _conv_plus_constant(constant_first)
+        layouts, norms = _colors(module)
+        assert layouts[add] == LayoutMode.Cx, constant_first
+        assert norms == 4, constant_first
+
+
+def _shuffled(module: Module, rnd: Any) -> Module:
+    """``module`` with its ops in another topological order, drawn at random."""
+    func = module.main
+    produced = {v.key for v in func.args}
+    pending = [op for op in func.ops if op.kind not in TERMINATORS]
+    order = []
+    while pending:
+        ready = [op for op in pending if all(v.key in produced for v in op.operands)]
+        pick = rnd.choice(ready)
+        pending.remove(pick)
+        order.append(pick)
+        produced.update(r.key for r in pick.results)
+    body = Block(func.args, (*order, func.body.terminator))
+    return Module((Function(func.name, body),), module.attrs, module.next_id)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(modules(max_ops=14, groups=False), st.randoms(use_true_random=False))
+def test_colors_do_not_depend_on_the_text_order_of_independent_ops(
+    module: Module, rnd: Any
+) -> None:
+    shuffled = _shuffled(module, rnd)
+    verify(shuffled)
+    assert _colors(shuffled) == _colors(module)
 
 
 def test_direction_names_the_layout_produced() -> None:

@@ -36,6 +36,18 @@ Readings chosen where the seed is vague or contradicts itself:
   ``const-norm`` later fold into the constant's own layout.
 - **Multi-input BOTH**: "parents" are all operands, broadcast ones included; a function
   argument counts as earlier than any op.
+- **Constants impose no color.** In the seed's code a parent that imposes no color never
+  decides, and a constant can be laid out for free (``const-norm`` folds its
+  ChannelNorm). So a constant (an op without operands, of any rank) and every op fed
+  only by constants whose color the op library does not fix are left out of the parents
+  of the ``both`` and ``broadcast`` rules; an op whose parents are all such starts
+  NALIGN, as ``no_parent`` does; a ``broadcast`` op whose complete input is constant
+  follows its other parents as ``both`` does.
+  ``Add(conv, constant)`` is therefore ALIGN whichever of the two is printed first.
+- **Topologically earliest** (the seed's rule for parents that disagree) is read on
+  the graph, not the text: the parent of lowest depth (an argument is depth 0, an op
+  one more than its deepest operand), then the lower argument index, then the first
+  operand. Text order would make the color depend on how independent ops are printed.
 - **Sharing.** One ChannelNorm per (value, direction): every user of a value that needs
   the other layout reads the same ChannelNorm, placed right after the producer. Since a
   value has one color, all its converting users need the same direction.
@@ -75,6 +87,9 @@ FIXED_RULES = frozenset(
 )
 #: Rules that let the op take its color from its neighbours.
 FREE_RULES = frozenset({"broadcast", "both", "no_parent"})
+#: Rules under which an op fed by constants only is itself a constant for coloring: its
+#: color (NALIGN unless a neighbour decides) imposes nothing on its users.
+_CONSTANT_RULES = FREE_RULES | {"odd_rank"}
 
 
 def color_name(aligned: bool) -> str:
@@ -180,10 +195,25 @@ class _Graph:
 
 
 def greedy_colors(graph: _Graph) -> tuple[list[bool], list[str]]:
-    """Seed 000's one-pass coloring: colors by op position, with each op's reason."""
+    """Seed 000's one-pass coloring: colors by op position, with each op's reason.
+
+    The result does not depend on the text order of independent ops (module docstring,
+    "Constants impose no color" and "Topologically earliest").
+    """
     colors: list[bool] = []
     reasons: list[str] = []
+    floating: list[bool] = []
+    depth: list[int] = []
+
+    def rank(pos: int) -> int:
+        return 0 if pos < 0 else depth[pos]
+
     for op, req in zip(graph.ops, graph.reqs, strict=True):
+        parents = [(graph.producer[v.key], i, v) for i, v in enumerate(op.operands)]
+        depth.append(1 + max((rank(p) for p, _, _ in parents), default=0))
+        # parents that impose a color: arguments and ops outside a constant subgraph
+        deciding = [pv for pv in parents if pv[0] < 0 or not floating[pv[0]]]
+        floating.append(req.rule in _CONSTANT_RULES and not deciding)
         if req.fixed is not None:
             colors.append(req.fixed)
             reasons.append(req.why)
@@ -192,28 +222,39 @@ def greedy_colors(graph: _Graph) -> tuple[list[bool], list[str]]:
             colors.append(False)
             reasons.append(req.why)
             continue
-        if req.rule == "broadcast":
+        if not deciding:
+            colors.append(False)
+            reasons.append(f"{req.why}: its parents are constants, which impose no color; NALIGN")
+            continue
+        ignored = len(parents) - len(deciding)
+        note = f" ({ignored} constant parent{'s' * (ignored > 1)} ignored)" if ignored else ""
+        if req.rule == "broadcast" and any(i == req.follow for _, i, _ in deciding):
             assert req.follow is not None
             parent = op.operands[req.follow]
             color = graph.value_color(parent, colors)
             colors.append(color)
             reasons.append(
-                f"{req.why}, {_value_label(graph, parent)}, which is {color_name(color)}"
+                f"{req.why}, {_value_label(graph, parent)}, which is {color_name(color)}{note}"
             )
             continue
-        parents = [(graph.producer[v.key], v) for v in op.operands]
-        seen = {graph.value_color(v, colors) for _, v in parents}
+        why = "a BOTH op follows its parents" if req.rule == "broadcast" else req.why
+        seen = {graph.value_color(v, colors) for _, _, v in deciding}
         if len(seen) == 1:
             color = seen.pop()
             which = "its parent" if len(parents) == 1 else "all its parents"
-            reasons.append(f"{req.why}: {which} {color_name(color)}")
+            if ignored:
+                which = "its other parent" if len(deciding) == 1 else "its other parents"
+            reasons.append(f"{why}: {which} {color_name(color)}{note}")
         else:
-            # arguments come before every op, in index order
-            _, first = min(parents, key=lambda pv: (pv[0] >= 0, abs(pv[0])))
+            # the lowest depth (arguments first, in index order), then the first operand
+            pos, _, first = min(
+                deciding, key=lambda pv: (rank(pv[0]), -pv[0] if pv[0] < 0 else 0, pv[1])
+            )
             color = graph.value_color(first, colors)
             reasons.append(
-                f"{req.why}: parents disagree; the topologically earliest, "
-                f"{_value_label(graph, first)}, is {color_name(color)}"
+                f"{why}: parents disagree; the topologically earliest, "
+                f"{_value_label(graph, first)} (depth {rank(pos)}), is {color_name(color)}"
+                f"{note}"
             )
         colors.append(color)
     return colors, reasons
