@@ -180,6 +180,24 @@ def test_a_constant_parent_never_decides_the_color() -> None:
         assert norms == 4, constant_first
 
 
+def test_only_the_v_vs_binary_ops_follow_their_complete_input() -> None:
+    # seed 000's "Need BroadCast Ops" are the V_VS vector ops (add, mul, div, max, ...);
+    # LayerNorm's scale, Gather's indices and Where's broadcast branch differ in shape
+    # from the result too, but those ops are no broadcasts: the BOTH rule decides them
+    from tx8lab.core.passes.layout_align_npu import requirement
+
+    b = Builder()
+    x, s, idx = b.input((1, 4, 4, 8), "f16"), b.input((8,), "f16"), b.input((3,), "i32")
+    norm = b.op("LayerNorm", x, s, s, axis=-1)
+    gathered = b.op("Gather", x, idx, axis=3)
+    picked = b.op("Where", b.op("Compare", x, s, mode="gt"), x, s)
+    b.output(b.op("Mul", norm, s), gathered, picked)
+    ops = [op for op in b.finish().main.ops if op.kind not in TERMINATORS]
+    rules = {op.kind.removeprefix("tx8be."): requirement(op).rule for op in ops}
+    assert rules["LayerNorm"] == rules["Gather"] == rules["Where"] == "both"
+    assert rules["Mul"] == rules["Compare"] == "broadcast"
+
+
 def _shuffled(module: Module, rnd: Any) -> Module:
     """``module`` with its ops in another topological order, drawn at random."""
     func = module.main

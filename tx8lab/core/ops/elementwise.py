@@ -9,8 +9,9 @@ Readings chosen where the seed is vague:
 
 - Binary ops broadcast numpy-style (trailing dimensions aligned); both operands have the
   same element type (the importer inserts a ``Convert``).
-- Alignment: BOTH for V_VV; a V_VS op (one operand broadcast) follows its complete
-  input, which the layout pass resolves; ``align_mode`` still answers BOTH.
+- Alignment: BOTH for V_VV; a V_VS op (a binary op with one operand broadcast) follows
+  its complete input, which the layout pass resolves; ``align_mode`` still answers BOTH.
+  ``Where`` is a select, not a V_VS op: it follows its parents like any BOTH op.
 - Integer ``Div`` truncates toward zero (C, ONNX); integer division by zero gives 0.
   Integer ``Pow`` is computed in float64 and truncated (exact for the usual small powers).
 - ``Compare`` and ``Where`` are CT ops like the arithmetic ones; ``Where`` takes its
@@ -45,8 +46,29 @@ def broadcast_shape(kind: str, shapes: Sequence[tuple[int, ...]]) -> tuple[int, 
 
 
 def is_broadcast(op: Op) -> bool:
-    """True when some operand is broadcast (a V_VS op in the seed's terms)."""
+    """True when ``op`` is a V_VS op in the seed's terms (one operand broadcast).
+
+    A V_VS op is a broadcasting binary op (Add, Sub, Mul, Div, Max, Min, Pow, the
+    comparisons) one of whose operands is broadcast. Only these: seed 000's "Need
+    BroadCast Ops" names the V_VS vector ops. Other ops whose operands differ in shape
+    (LayerNorm's scale, Where, Gather's indices, MatMul) are no broadcasts and take the
+    layout pass's other rules.
+
+    Examples:
+        >>> from tx8lab.core.builder import Builder
+        >>> b = Builder()
+        >>> x, s = b.input((1, 4, 4, 8)), b.input((8,))
+        >>> where = b.op("Where", b.op("Compare", x, s, mode="gt"), x, s)
+        >>> b.output(b.op("Add", where, s))
+        >>> ops = {op.kind: op for op in b.finish().main.ops}
+        >>> is_broadcast(ops["tx8be.Add"]), is_broadcast(ops["tx8be.Where"])
+        (True, False)
+    """
+    from tx8lab.core.ops import get_op_def
+
     if len(op.operands) < 2 or not op.results:
+        return False
+    if not getattr(get_op_def(op.kind), "v_vs", False):
         return False
     out = op.results[0].type.shape
     return any(v.type.shape != out for v in op.operands)
@@ -56,6 +78,8 @@ class BinaryOp(OpDef):
     """A broadcasting binary op; subclasses set ``kind`` and ``fn``."""
 
     window_compute = True
+    v_vs: ClassVar[bool] = True
+    """A V_VS op when an operand is broadcast (:func:`is_broadcast`)."""
 
     family = "elementwise"
     num_operands = 2

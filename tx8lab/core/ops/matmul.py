@@ -71,7 +71,8 @@ class _NeOp(OpDef):
         return align_attr(op, engine=NE)
 
     def init_layout(self, op: Op) -> str | None:
-        # seed 001 layoutInitPass: "GemmOP layout_str = Tensor-Tensor-Tensor"
+        # seed 001 layoutInitPass: Tensor/NTensor per tensor by its dim 0 (layout-init's
+        # docstring: the seed's "Tensor-Tensor-Tensor" figure is all dims 0 of 1)
         return join_layout([tensor_layout(v.type.shape) for v in (*op.operands, *op.results)])
 
     def inner(self, op: Op) -> int:

@@ -12,9 +12,12 @@ Readings chosen where the seed is vague:
   joins by defining it; pools and BatchNorm get their layout from ``layout-transmit``.
 - **The strings** (:mod:`tx8lab.core.layout_str`): one layout per operand, then the
   result's. A matmul-family op is ``Tensor``/``NTensor`` per tensor by its dim 0
-  ("Tensor-Tensor-Tensor" for [1, K] x [K, N]; "NTensor-NTensor-NTensor" for a batch of
-  rows); a Conv2d is ``NHWC-OHWI-NHWC`` (``NHWC-OHWI-Tensor-NHWC`` with a bias), OHWI
-  because this library's weight is ``[Cout, KH, KW, Cin/group]``.
+  (1: ``Tensor``, more: ``NTensor``), so [1, K] x [K, N] is "Tensor-NTensor-Tensor"
+  (the weight has K rows) and a batch of rows times a weight "NTensor-NTensor-NTensor".
+  The seed's figure labels its GemmOp "Tensor-Tensor-Tensor" without giving shapes;
+  under this rule that is a Gemm whose three tensors all have dim 0 of 1. A Conv2d is
+  ``NHWC-OHWI-NHWC`` (``NHWC-OHWI-Tensor-NHWC`` with a bias), OHWI because this
+  library's weight is ``[Cout, KH, KW, Cin/group]``.
 - ``Unknown`` is written on every other op rather than left as the attribute's default,
   as the seed "sets" it: the printed IR then shows which ops ``layout-transmit`` must
   infer. A layout an op had before is overwritten (the analysis starts afresh), and the
