@@ -140,6 +140,35 @@ def _read_model(source: Any) -> tuple[Any, str]:
     return model, str(path)
 
 
+def _check_text(model: Any, where: str) -> None:
+    """Every name the import reads is text.
+
+    Protobuf hands back bytes for a string field that is not valid UTF-8 (a corrupt file),
+    which nothing downstream expects.
+    """
+
+    def check(value: Any, what: str) -> None:
+        if not isinstance(value, str):
+            raise Tx8labError(
+                f"{where}: {what} {value!r} is not UTF-8 text; the file is corrupt: re-export it"
+            )
+
+    for opset in model.opset_import:
+        check(opset.domain, "an opset_import domain")
+    graph = model.graph
+    for info in [*graph.input, *graph.output, *graph.value_info]:
+        check(info.name, "a tensor name")
+    for init in graph.initializer:
+        check(init.name, "an initializer name")
+    for node in graph.node:
+        for text in (node.op_type, node.name, node.domain):
+            check(text, "a node field")
+        for name in [*node.input, *node.output]:
+            check(name, f"an operand of node {node.name!r}")
+        for a in node.attribute:
+            check(a.name, f"an attribute name of node {node.name!r}")
+
+
 def _check_versions(model: Any, where: str) -> None:
     """Refuse an IR version or a default-domain opset newer than the onnx package knows.
 
@@ -800,25 +829,24 @@ class _Importer:
 
     def value_for_output(self, out: Any) -> Value:
         """Graph output ``out`` in NCHW, checked against its declared element type."""
+        declared = int(out.type.tensor_type.elem_type)
+        expected = _ONNX_DTYPES.get(declared)
+        if declared and expected is None:
+            reason = _REFUSED_TYPES.get(declared, "tx8be has no such type")
+            raise Tx8labError(
+                f"{self.where}: graph output {out.name!r} is declared "
+                f"{_type_name(declared)}, which the import refuses: {reason}"
+            )
         try:
             value = self.value(out.name, nhwc=False)
         except Tx8labError as err:
             raise Tx8labError(f"{self.where}: graph output {out.name!r}: {err}") from None
-        declared = int(out.type.tensor_type.elem_type)
-        if declared:
-            expected = _ONNX_DTYPES.get(declared)
-            if expected is None:
-                reason = _REFUSED_TYPES.get(declared, "tx8be has no such type")
-                raise Tx8labError(
-                    f"{self.where}: graph output {out.name!r} is declared "
-                    f"{_type_name(declared)}, which the import refuses: {reason}"
-                )
-            if expected != value.type.dtype:
-                raise Tx8labError(
-                    f"{self.where}: graph output {out.name!r} is declared "
-                    f"{_type_name(declared)}, but the graph computes it as {value.type.dtype}; "
-                    "fix the output's declared type (or add a Cast)"
-                )
+        if declared and expected != value.type.dtype:
+            raise Tx8labError(
+                f"{self.where}: graph output {out.name!r} is declared "
+                f"{_type_name(declared)}, but the graph computes it as {value.type.dtype}; "
+                "fix the output's declared type (or add a Cast)"
+            )
         return value
 
 
@@ -925,9 +953,14 @@ def _check_graph(model: Any, where: str) -> None:
                     "defines; ONNX gives each name one producer (SSA): rename one of them"
                 )
             producer[out] = label
+        if node.domain not in ("", "ai.onnx") and node.op_type not in CONTROL_FLOW:
+            raise Tx8labError(
+                f"{where}: {label}: operator domain {node.domain!r} is not supported; "
+                "only default-domain (ai.onnx) ops import"
+            )
         schema = _schema(node, opset)
         if schema is None:
-            continue  # an unknown op or domain: reported later, with the supported list
+            continue  # an unknown op: reported later, with the supported list
         formal = list(schema.inputs)
         for index, name in enumerate(node.input):
             if name or not formal:
@@ -957,8 +990,17 @@ def _to_nhwc_const(array: Array) -> Array:
 
 
 def _axis(axis: int, rank: int, nhwc: bool) -> int:
-    axis = axis + rank if axis < 0 else axis
+    axis = _in_range(axis, rank)
     return _TO_NHWC_AXIS[axis] if nhwc else axis
+
+
+def _in_range(axis: int, rank: int, what: str = "axis") -> int:
+    """``axis`` in ``[-rank, rank)`` made non-negative; out of range is an error."""
+    if not -rank <= axis < rank:
+        raise Tx8labError(
+            f"{what} {axis} is out of range for rank {rank} (ONNX: -{rank}..{rank - 1})"
+        )
+    return axis + rank if axis < 0 else axis
 
 
 # ---------------------------------------------------------------------- handlers
@@ -1132,6 +1174,10 @@ def _conv(im: _Importer, node: Any) -> None:
         raise im.fail(node, f"only 2-D convolution is supported (input shape {shape})")
     weight = im.const_input(node, 1, "the weight")
     assert weight is not None
+    if weight.ndim != 4:
+        raise im.fail(
+            node, f"the weight has shape {weight.shape}; 2-D convolution needs a 4-D (OIHW) weight"
+        )
     kernel = tuple(int(k) for k in weight.shape[2:])
     strides = tuple(int(s) for s in im.attr(node, "strides", (1, 1)))
     dilations = tuple(int(d) for d in im.attr(node, "dilations", (1, 1)))
@@ -1374,6 +1420,8 @@ def _reshape_to(im: _Importer, node: Any, shape: Sequence[int]) -> None:
 def _reshape(im: _Importer, node: Any) -> None:
     target = im.const_input(node, 1, "the shape")
     assert target is not None
+    if target.ndim != 1:
+        raise im.fail(node, f"the shape input has shape {target.shape}; ONNX needs a 1-D tensor")
     in_shape = im.logical_shape(node.input[0])
     dims = [int(d) for d in target]
     if not im.attr(node, "allowzero", 0):
@@ -1385,7 +1433,7 @@ def _reshape(im: _Importer, node: Any) -> None:
 def _flatten(im: _Importer, node: Any) -> None:
     shape = im.logical_shape(node.input[0])
     axis = int(im.attr(node, "axis", 1))
-    axis = axis + len(shape) if axis < 0 else axis
+    axis = _in_range(axis, len(shape) + 1)  # ONNX: axis in [-r, r]
     _reshape_to(im, node, (int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))))
 
 
@@ -1404,13 +1452,14 @@ def _squeeze(im: _Importer, node: Any) -> None:
         axes = [int(a) for a in (axes_in if axes_in is not None else im.attr(node, "axes", []))]
         if node.op_type == "Squeeze":
             rank = len(shape)
-            drop = {a + rank if a < 0 else a for a in axes} or {
-                i for i, d in enumerate(shape) if d == 1
-            }
+            drop = {_in_range(a, rank) for a in axes} or {i for i, d in enumerate(shape) if d == 1}
             out_shape = tuple(d for i, d in enumerate(shape) if i not in drop)
         else:
             rank = len(shape) + len(axes)
-            for a in sorted(a + rank if a < 0 else a for a in axes):
+            inserted = sorted(_in_range(a, rank) for a in axes)
+            if len(set(inserted)) != len(inserted):
+                raise im.fail(node, f"axes {axes} repeat an axis")
+            for a in inserted:
                 shape.insert(a, 1)
             out_shape = tuple(shape)
         if node.op_type == "Squeeze" and any(shape[a] != 1 for a in drop if 0 <= a < len(shape)):
@@ -1467,6 +1516,12 @@ def _slice(im: _Importer, node: Any) -> None:
     assert ends_in is not None
     axes_in = im.const_input(node, 3, "axes")
     steps_in = im.const_input(node, 4, "steps")
+    given = [a for a in (starts_in, ends_in, axes_in, steps_in) if a is not None]
+    if any(a.ndim != 1 for a in given) or len({a.size for a in given}) != 1:
+        shapes = ", ".join(str(a.shape) for a in given)
+        raise im.fail(
+            node, f"starts, ends, axes and steps must be 1-D of one length (shapes {shapes})"
+        )
     axes = [int(a) for a in (axes_in if axes_in is not None else range(len(starts_in)))]
     steps_l = [int(s) for s in (steps_in if steps_in is not None else [1] * len(axes))]
     starts = [0] * rank
@@ -1547,6 +1602,15 @@ def _resize(im: _Importer, node: Any) -> None:
             out_shape = tuple(
                 int(np.floor(float(d) * float(s))) for d, s in zip(in_shape, scales, strict=True)
             )
+            # ONNX maps coordinates with the given scale, not with out/in: only a scale that
+            # is exactly out/in repeats pixels
+            for d, o, sc in zip(in_shape, out_shape, scales.tolist(), strict=True):
+                if float(sc) * d != o or o % d:
+                    raise im.fail(
+                        node,
+                        f"scales {scales.tolist()}: only integer scales are supported "
+                        "(tx8be Resize repeats pixels)",
+                    )
     if mode != "nearest" or len(in_shape) != 4 or out_shape[:2] != in_shape[:2]:
         raise im.fail(node, "only 'nearest' resizing of H and W is supported")
     if out_shape[2] % in_shape[2] or out_shape[3] % in_shape[3]:
@@ -1676,7 +1740,7 @@ def _reduce(im: _Importer, node: Any) -> None:
 def _gather(im: _Importer, node: Any) -> None:
     data = im.value(node.input[0])
     indices_t = im.env[node.input[1]]
-    axis = int(im.attr(node, "axis", 0))
+    axis = _in_range(int(im.attr(node, "axis", 0)), data.type.rank)
     if indices_t.const is not None:
         idx = indices_t.const.astype(np.int64)
         size = data.type.shape[axis]
@@ -1727,6 +1791,7 @@ def load(
     node, input or initializer.
     """
     model, where = _read_model(source)
+    _check_text(model, where)
     _check_versions(model, where)
     _reject_control_flow(model, where)
     _check_graph(model, where)
