@@ -290,6 +290,8 @@ def print_module(module: Module, elide_bytes: int | None = None) -> str:
 
 # --------------------------------------------------------------------------- parsing
 
+_SPACE = re.compile(r"(?:[ \t\r\n]++|//[^\n]*+)*+")
+
 _TOKEN = re.compile(
     r"""
     (?:[ \t\r\n]++|//[^\n]*+)*+
@@ -319,7 +321,11 @@ class _Lexer:
         while True:
             m = match(text, pos)
             if m is None:
-                pos += len(text[pos:]) - len(text[pos:].lstrip())
+                pos = _SPACE.match(text, pos).end()  # type: ignore[union-attr]
+                if text[pos] == '"':
+                    self._fail_at(pos, "a string without its closing '\"' (truncated?)")
+                if text.startswith("tensor<", pos):
+                    self._fail_at(pos, "a tensor type without its closing '>' (truncated?)")
                 self._fail_at(pos, f"unexpected character {text[pos]!r}; this is not MLIR text")
                 raise AssertionError
             kind = m.lastgroup or ""
@@ -457,7 +463,7 @@ def _bad_tensor_type(text: str) -> str:
 
 class _Parser:
     def __init__(self, text: str, source: str) -> None:
-        self.lex = _Lexer(text, source)
+        self.lex = _Lexer(text.removeprefix("\ufeff"), source)
         self.max_id = -1
         # owners for the block arguments of region ops whose id is not known yet (a
         # result-less op carries it in ``tx8.id`` after its regions): unique, so they
@@ -1030,6 +1036,7 @@ def parse_module(text: str, source: str = "<text>") -> Module:
     lex.expect("}")
     lex.expect(")")
     mod_attrs: dict[str, Any] = {}
+    attrs_at = lex.i
     if lex.peek()[1] == "{":
         parser.parse_attr_dict(mod_attrs)
     lex.expect(":")
@@ -1042,9 +1049,10 @@ def parse_module(text: str, source: str = "<text>") -> Module:
         lex.fail("text after the module")
     next_id = mod_attrs.pop("tx8.next_id", parser.max_id + 1)
     if not isinstance(next_id, int) or isinstance(next_id, bool) or not 0 <= next_id <= MAX_ID:
-        lex.fail(
+        lex.fail_token(
+            attrs_at,
             f"builtin.module: tx8.next_id must be an integer 0..{MAX_ID} (the next free op "
-            f"id), not {str(next_id)[:30]}"
+            f"id), not {str(next_id)[:30]}",
         )
     next_id = max(next_id, parser.max_id + 1)
     if parser.renumber:
