@@ -104,19 +104,20 @@ def read_board(directory: Path | None = None) -> list[BoardRow]:
             raise Tx8labError(
                 f"calibrate: {path}: byte {err.start} is not UTF-8 text; save the CSV as UTF-8"
             ) from None
-        reader = csv.DictReader(io.StringIO(text, newline=""))
+        reader = csv.reader(io.StringIO(text, newline=""), strict=True)
         try:
-            if not reader.fieldnames:
+            header = next(reader, None)
+            if not header:
                 raise Tx8labError(f"calibrate: {path} has no header row")
-            missing = [c for c in needed if c not in reader.fieldnames]
+            missing = [c for c in needed if c not in header]
             if missing:
                 raise Tx8labError(
                     f"calibrate: {path}:1: missing column(s) {', '.join(missing)}; the header "
                     f"needs {', '.join(needed)}"
                 )
-            for i, fields in enumerate(reader):
-                cells = {k: (v or "") for k, v in fields.items() if isinstance(k, str)}
-                rows.append(BoardRow(name, i + 2, cells))
+            for i, cells in enumerate(reader):
+                fields = {k: (cells[j] if j < len(cells) else "") for j, k in enumerate(header)}
+                rows.append(BoardRow(name, i + 2, fields))
         except csv.Error as err:
             raise Tx8labError(
                 f"calibrate: {path}:{reader.line_num}: not valid CSV ({err})"

@@ -232,7 +232,7 @@ def _read_csv_rows(path: Path, what: str) -> list[tuple[int, list[str]]]:
         raise Tx8labError(
             f"{path}:{line}: byte 0x{data[err.start]:02X} is not UTF-8 text; save the CSV as UTF-8"
         ) from None
-    reader = csv.reader(io.StringIO(text, newline=""))
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     rows: list[tuple[int, list[str]]] = []
     try:
         for row in reader:
