@@ -145,9 +145,9 @@ def _load(args: argparse.Namespace) -> tuple[Any, str, dict[str, str]]:
         if suffix == ".mlir":
             if shapes:
                 raise Tx8labError("--input-shape applies to ONNX files only")
-            from tx8lab.core.text import parse_module
+            from tx8lab.core.text import read_module
 
-            return parse_module(path.read_text(encoding="utf-8"), str(path)), source, {}
+            return read_module(path), source, {}
         from tx8lab.core.frontends.onnx import load
 
         input_shapes = {k: _shape(k, v) for k, v in shapes.items()}
@@ -325,18 +325,17 @@ def _cmd_opt(args: argparse.Namespace, out: TextIO) -> int:
     from tx8lab.core.instruments import Verify
     from tx8lab.core.passes import parse_pipeline_spec
     from tx8lab.core.runner import run_pipeline
-    from tx8lab.core.text import parse_module, print_module
+    from tx8lab.core.text import check_input, decode_source, parse_module, print_module, read_source
 
     passes = parse_pipeline_spec(args.pass_pipeline)
     hw, _ = _hw_from_args(args)
     if args.file == "-":
-        text, where = sys.stdin.read(), "<stdin>"
+        where = "<stdin>"
+        raw = getattr(sys.stdin, "buffer", None)
+        text = decode_source(raw.read(), where) if raw is not None else sys.stdin.read()
     else:
-        path = Path(args.file)
-        if not path.is_file():
-            raise Tx8labError(f"{args.file}: no such file")
-        text, where = path.read_text(encoding="utf-8"), str(path)
-    module = parse_module(text, where)
+        text, where = read_source(args.file), args.file
+    module = check_input(parse_module(text, where), where)
     instruments = [] if args.no_verify else [Verify()]
     for step in run_pipeline(module, passes, hw, instruments=instruments):
         module = step.after
@@ -406,6 +405,7 @@ def _write_trace(
 
 
 def _cmd_fuse(args: argparse.Namespace, out: TextIO) -> int:
+    from tx8lab.core.text import read_source
     from tx8lab.kernels.loop_fusion import (
         DEFAULT_TOLERANCE,
         FusionOptions,
@@ -414,9 +414,7 @@ def _cmd_fuse(args: argparse.Namespace, out: TextIO) -> int:
     )
 
     path = Path(args.nests)
-    if not path.is_file():
-        raise Tx8labError(f"{args.nests}: no such file")
-    funcs = parse_functions(path.read_text(encoding="utf-8"), str(path))
+    funcs = parse_functions(read_source(path), str(path))
     if all(len(f.nests) < 2 for f in funcs):
         names = ", ".join(f"@{f.name} ({len(f.nests)})" for f in funcs)
         raise Tx8labError(

@@ -136,7 +136,32 @@ class Timing(Instrument):
 
 
 class Verify(Instrument):
-    """The verifier and the pass's own ``check`` post-conditions after every pass that ran."""
+    """The verifier on a run's input, then with the pass's own ``check`` after every pass.
+
+    The input is checked once per run, before its first pass: a module that is wrong from
+    the start is reported as the input's problem, not as the first pass's.
+    """
+
+    def __init__(self) -> None:
+        self._input_checked = False
+
+    def start(self, run: Run) -> None:
+        """A new run: its input has not been checked yet."""
+        del run
+        self._input_checked = False
+
+    def before(self, index: int, pass_: Pass, module: Module) -> PassResult | Step | None:
+        """Raise when the run's input does not verify (checked before its first pass)."""
+        if not self._input_checked:
+            self._input_checked = True
+            problems = verify_problems(module)
+            if problems:
+                more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
+                raise Tx8labError(
+                    f"the input module does not verify (checked before pass {pass_.name}, "
+                    f"step {index}; no pass ran): {problems[0]}{more}"
+                )
+        return None
 
     def after(self, step: Step) -> None:
         """Raise when the step's output does not verify; the message names pass and step."""

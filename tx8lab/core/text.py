@@ -34,7 +34,8 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import fields, is_dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -289,9 +290,11 @@ def print_module(module: Module, elide_bytes: int | None = None) -> str:
 
 # --------------------------------------------------------------------------- parsing
 
+_SPACE = re.compile(r"(?:[ \t\r\n]++|//[^\n]*+)*+")
+
 _TOKEN = re.compile(
     r"""
-    (?:[ \t\r\n]+|//[^\n]*)*
+    (?:[ \t\r\n]++|//[^\n]*+)*+
     (?:(?P<tensor>tensor<[^<>]*>)
   | (?P<string>"(?:[^"\\]|\\.)*")
   | (?P<value>%[A-Za-z_0-9$.\-]+(?:[:#][0-9]+)?)
@@ -318,8 +321,12 @@ class _Lexer:
         while True:
             m = match(text, pos)
             if m is None:
-                pos += len(text[pos:]) - len(text[pos:].lstrip())
-                self._fail_at(pos, f"unexpected character {text[pos]!r}")
+                pos = _SPACE.match(text, pos).end()  # type: ignore[union-attr]
+                if text[pos] == '"':
+                    self._fail_at(pos, "a string without its closing '\"' (truncated?)")
+                if text.startswith("tensor<", pos):
+                    self._fail_at(pos, "a tensor type without its closing '>' (truncated?)")
+                self._fail_at(pos, f"unexpected character {text[pos]!r}; this is not MLIR text")
                 raise AssertionError
             kind = m.lastgroup or ""
             if kind == "end":
@@ -337,16 +344,34 @@ class _Lexer:
         raise Tx8labError(f"{self.source}:{line}:{col}: {message}")
 
     def fail(self, message: str) -> None:
-        self._fail_at(self.tokens[self.i][2], message)
+        self._fail_at(self.tokens[min(self.i, len(self.tokens) - 1)][2], message)
+
+    def fail_token(self, index: int, message: str) -> NoReturn:
+        """Raise at token ``index`` (the position of a token already consumed)."""
+        self._fail_at(self.tokens[max(0, min(index, len(self.tokens) - 1))][2], message)
+        raise AssertionError
 
     def peek(self) -> tuple[str, str]:
         kind, text, _ = self.tokens[self.i]
         return kind, text
 
+    def peek2(self) -> str:
+        """The text of the token after the next one ('' at the end of the input)."""
+        return self.tokens[min(self.i + 1, len(self.tokens) - 1)][1]
+
     def next(self) -> tuple[str, str]:
+        """The next token; at the end of the input, the end token again (never past it)."""
         kind, text, _ = self.tokens[self.i]
-        self.i += 1
+        if kind != "eof":
+            self.i += 1
         return kind, text
+
+    def unescape(self, token: str, index: int) -> str:
+        """The contents of string token ``token`` (token ``index``), or an error there."""
+        try:
+            return _unescape(token)
+        except ValueError as err:
+            self.fail_token(index, f"bad string {token[:40]}: {err}")
 
     def accept(self, text: str) -> bool:
         if self.tokens[self.i][1] == text:
@@ -356,12 +381,17 @@ class _Lexer:
 
     def expect(self, text: str) -> None:
         if self.tokens[self.i][1] != text:
-            got = self.tokens[self.i][1] or "end of input"
-            self.fail(f"expected {text!r}, got {got!r}")
+            got = self.tokens[self.i][1]
+            self.fail(
+                f"expected {text!r}, got {got!r}"
+                if got
+                else f"expected {text!r}: the input ends here (truncated?)"
+            )
         self.i += 1
 
 
 def _unescape(token: str) -> str:
+    """The contents of a string token; ``ValueError`` names a bad escape or bad UTF-8."""
     body = token[1:-1]
     if "\\" not in body:
         return body
@@ -371,25 +401,69 @@ def _unescape(token: str) -> str:
     while i < len(body):
         ch = body[i]
         if ch == "\\":
-            nxt = body[i + 1]
+            nxt = body[i + 1 : i + 2]
             if nxt in simple:
                 out += simple[nxt]
                 i += 2
             else:
-                out.append(int(body[i + 1 : i + 3], 16))
+                digits = body[i + 1 : i + 3]
+                if not re.fullmatch(r"[0-9A-Fa-f]{2}", digits):
+                    raise ValueError(
+                        f'escape \\{digits} is not \\n, \\t, \\", \\\\ or two hex digits'
+                    )
+                out.append(int(digits, 16))
                 i += 3
         else:
             out += ch.encode("utf-8")
             i += 1
-    return out.decode("utf-8")
+    try:
+        return out.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"its escapes spell bytes that are not UTF-8 ({err.reason})") from None
 
 
 _TENSOR = re.compile(r"tensor<((?:\d+x)*)([a-z]+[0-9]*)>")
 
+#: Most elements one tensor type may have (2**40: beyond any memory of the chip or host).
+MAX_ELEMENTS = 1 << 40
+
+#: Most elements of one constant (``dense<...>``) the parser materializes.
+MAX_DENSE_ELEMENTS = 1 << 28
+
+#: Largest op id (a value name ``%N``, ``tx8.id``, ``tx8.next_id``) the parser accepts.
+MAX_ID = (1 << 31) - 1
+
+#: Deepest nesting of regions, lists and dense literals the parser follows.
+MAX_NESTING = 64
+
+_I64_MIN, _U64_MAX = -(1 << 63), (1 << 64) - 1
+_SCALAR_TYPE = re.compile(r"(?:[isu]|ui|si)[0-9]+|f(?:16|32|64|80|128)|bf16|tf32|index")
+
+
+def _bad_tensor_type(text: str) -> str:
+    """Why ``text`` (a ``tensor<...>`` token) is not a ranked static tensor type."""
+    body = text[len("tensor<") : -1]
+    parts = body.split("x")
+    for position, dim in enumerate(parts[:-1]):
+        dim = dim.strip()
+        if dim == "?":
+            return (
+                f"{text}: dimension {position} is dynamic ('?'); tx8lab compiles static "
+                "shapes only: write its size"
+            )
+        if re.fullmatch(r"-[0-9]+", dim):
+            return f"{text}: dimension {position} is negative ({dim}); sizes are >= 1"
+        if not dim.isdigit():
+            return (
+                f"{text}: dimension {position} is {dim!r}, not a whole number; write a "
+                "ranked static type like tensor<2x3xf16>"
+            )
+    return f"cannot read tensor type {text}: write a ranked static type like tensor<2x3xf16>"
+
 
 class _Parser:
     def __init__(self, text: str, source: str) -> None:
-        self.lex = _Lexer(text, source)
+        self.lex = _Lexer(text.removeprefix("\ufeff"), source)
         self.max_id = -1
         # owners for the block arguments of region ops whose id is not known yet (a
         # result-less op carries it in ``tx8.id`` after its regions): unique, so they
@@ -397,28 +471,77 @@ class _Parser:
         self.pending_owner = -(1 << 40)
         self.renumber: list[Op] = []
         self.types: dict[str, TensorType] = {}
+        # the op being read, for messages ('"tx8be.Add" %3: '); empty outside ops
+        self.where = ""
+        self.depth = 0
+
+    def enter(self) -> None:
+        """One nesting level deeper (a region, a list, a dense literal); refuse past the limit."""
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            self.lex.fail(
+                f"{self.where}nested more than {MAX_NESTING} levels deep (regions, lists or "
+                "dense literals); this is not a module tx8lab wrote or reads"
+            )
+
+    def leave(self) -> None:
+        self.depth -= 1
+
+    def int_number(self, text: str, index: int, what: str) -> int:
+        """An integer literal (decimal or 0x hex) that fits in 64 bits, or an error."""
+        try:
+            value = int(text, 16) if text.lower().lstrip("-").startswith("0x") else int(text, 10)
+        except ValueError:
+            self.lex.fail_token(index, f"{self.where}{what}: expected an integer, got {text!r}")
+        if not _I64_MIN <= value <= _U64_MAX:
+            self.lex.fail_token(
+                index, f"{self.where}{what}: integer {text[:30]} does not fit in 64 bits"
+            )
+        return value
+
+    def float_number(self, text: str, index: int, what: str) -> float:
+        """A float literal; hex (``0x...``) is the IEEE bit pattern of an f64."""
+        if text.lower().lstrip("-").startswith("0x"):
+            bits = self.int_number(text, index, what)
+            if bits < 0:
+                self.lex.fail_token(index, f"{self.where}{what}: hex float {text} is negative")
+            return float(np.array([bits], dtype=np.uint64).view(np.float64)[0])
+        try:
+            return float(text)
+        except ValueError:
+            self.lex.fail_token(index, f"{self.where}{what}: expected a number, got {text!r}")
 
     # --- types
     def parse_type(self) -> TensorType:
+        at = self.lex.i
         kind, text = self.lex.next()
         cached = self.types.get(text)
         if cached is not None:
             return cached
+        where = self.where
         if kind != "tensor":
-            self.lex.i -= 1
-            self.lex.fail(f"expected a tensor type, got {text!r}")
+            got = f"got {text!r}" if text else "the input ends here (truncated?)"
+            self.lex.fail_token(at, f"{where}expected a tensor type like tensor<2x3xf16>, {got}")
         m = _TENSOR.fullmatch(text)
         if m is None:
-            self.lex.i -= 1
-            self.lex.fail(f"cannot read tensor type {text} (ranked, static shapes only)")
-            raise AssertionError
+            self.lex.fail_token(at, where + _bad_tensor_type(text))
         dims = tuple(int(d) for d in m.group(1).split("x") if d)
+        if 0 in dims:
+            self.lex.fail_token(
+                at,
+                f"{where}{text} is empty (dimension {dims.index(0)} has size 0); tx8lab compiles "
+                "tensors whose dimensions are all >= 1",
+            )
         try:
             ttype = TensorType(dims, m.group(2))
         except Tx8labError as err:
-            self.lex.i -= 1
-            self.lex.fail(str(err))
-            raise
+            self.lex.fail_token(at, f"{where}{text}: {err}")
+        if ttype.num_elements > MAX_ELEMENTS:
+            self.lex.fail_token(
+                at,
+                f"{where}{text} has {ttype.num_elements} elements, more than the "
+                f"{MAX_ELEMENTS} (2**40) any memory holds; check the dimensions",
+            )
         self.types[text] = ttype
         return ttype
 
@@ -436,9 +559,10 @@ class _Parser:
     # --- attributes
     def parse_attr(self) -> Any:
         kind, text = self.lex.peek()
+        at = self.lex.i
         if kind == "string":
             self.lex.next()
-            return _unescape(text)
+            return self.lex.unescape(text, at)
         if text in ("true", "false"):
             self.lex.next()
             return text == "true"
@@ -449,41 +573,45 @@ class _Parser:
             self.lex.next()
             number = text
             if self.lex.accept(":"):
-                _, ty = self.lex.next()
-                if ty.startswith("f") or ty == "bf16":
-                    if number.lower().startswith(("0x", "-0x")):
-                        bits = np.array([int(number, 16)], dtype=np.uint64)
-                        return float(bits.view(np.float64)[0])
-                    return float(number)
-                return int(number, 0)
-            return float(number) if any(c in number for c in ".eE") else int(number, 0)
+                ty = self.scalar_type(f"the type of {number}")
+                if ty.startswith("f") or ty in ("bf16", "tf32"):
+                    return self.float_number(number, at, f"{number} : {ty}")
+                return self.int_number(number, at, f"{number} : {ty}")
+            if any(c in number for c in ".eE") and "x" not in number.lower():
+                return self.float_number(number, at, number)
+            return self.int_number(number, at, number)
         if text == "[":
             self.lex.next()
+            self.enter()
             items: list[Any] = []
             if not self.lex.accept("]"):
                 items.append(self.parse_attr())
                 while self.lex.accept(","):
                     items.append(self.parse_attr())
                 self.lex.expect("]")
+            self.leave()
             return tuple(items)
         if text == "array":
             self.lex.next()
             self.lex.expect("<")
-            _, elem = self.lex.next()
+            elem = self.scalar_type("the element type of array<...>")
             items = []
             if self.lex.accept(":"):
                 while True:
-                    _, num = self.lex.next()
+                    index = self.lex.i
+                    num_kind, num = self.lex.next()
+                    what = f"an element of array<{elem}: ...>"
                     if num in ("true", "false"):
                         items.append(num == "true")
+                    elif num_kind != "number":
+                        got = repr(num) if num else "the end of the input"
+                        self.lex.fail_token(
+                            index, f"{self.where}{what}: expected a number, got {got}"
+                        )
                     elif elem.startswith("f"):
-                        if num.lower().startswith(("0x", "-0x")):
-                            bits = np.array([int(num, 16)], dtype=np.uint64)
-                            items.append(float(bits.view(np.float64)[0]))
-                        else:
-                            items.append(float(num))
+                        items.append(self.float_number(num, index, what))
                     else:
-                        items.append(int(num, 0))
+                        items.append(self.int_number(num, index, what))
                     if not self.lex.accept(","):
                         break
             self.lex.expect(">")
@@ -492,8 +620,20 @@ class _Parser:
             return self.parse_dense()
         if kind == "hash":
             return self.parse_dialect_attr()
-        self.lex.fail(f"cannot read attribute starting at {text!r}")
+        got = repr(text) if text else "the end of the input (truncated?)"
+        self.lex.fail(f"{self.where}cannot read an attribute value starting at {got}")
         raise AssertionError
+
+    def scalar_type(self, what: str) -> str:
+        """A scalar type name (``i64``, ``f32``, ``index``...), or an error naming ``what``."""
+        at = self.lex.i
+        _, ty = self.lex.next()
+        if not _SCALAR_TYPE.fullmatch(ty):
+            got = repr(ty) if ty else "the end of the input"
+            self.lex.fail_token(
+                at, f"{self.where}{what}: expected a type like i64 or f32, got {got}"
+            )
+        return ty
 
     def parse_dialect_attr(self) -> Any:
         _, text = self.lex.next()
@@ -519,19 +659,26 @@ class _Parser:
                 choices = ", ".join(m.value for m in cls)
                 self.lex.fail(f"#tx8be.{mnemonic}: unknown case {name!r} (use {choices})")
         values: dict[str, Any] = {}
+        start = self.lex.i
+        self.enter()
         if not self.lex.accept(">"):
             while True:
-                _, key = self.lex.next()
+                index = self.lex.i
+                key_kind, key = self.lex.next()
+                if key_kind != "ident":
+                    self.lex.fail_token(
+                        index, f"{self.where}#tx8be.{mnemonic}: expected a field name, got {key!r}"
+                    )
                 self.lex.expect("=")
                 values[key] = self.parse_attr()
                 if not self.lex.accept(","):
                     break
             self.lex.expect(">")
+        self.leave()
         try:
             return cls(**values)
-        except TypeError as err:
-            self.lex.fail(f"#tx8be.{mnemonic}: {err}")
-            raise
+        except (TypeError, ValueError) as err:
+            self.lex.fail_token(start, f"{self.where}#tx8be.{mnemonic}: {err}")
 
     def parse_dense(self) -> Any:
         _, word = self.lex.next()
@@ -548,65 +695,87 @@ class _Parser:
             )
         kind, text = self.lex.peek()
         literal: Any
+        start = self.lex.i
         if kind == "string":
             self.lex.next()
-            literal = bytes.fromhex(_unescape(text)[2:])
+            hex_text = self.lex.unescape(text, start)
+            try:
+                if not hex_text.startswith("0x"):
+                    raise ValueError("it does not start with 0x")
+                literal = bytes.fromhex(hex_text[2:])
+            except ValueError as err:
+                self.lex.fail_token(
+                    start,
+                    f'{self.where}dense<"0x...">: not hex data ({err}); write pairs of hex digits',
+                )
         else:
             literal = self.parse_dense_literal()
         self.lex.expect(">")
         self.lex.expect(":")
+        at = self.lex.i
         ttype = self.parse_type()
         count = ttype.num_elements
+        if count > MAX_DENSE_ELEMENTS:
+            self.lex.fail_token(
+                at,
+                f"{self.where}constant data of {ttype} has {count} elements, more than the "
+                f"{MAX_DENSE_ELEMENTS} (2**28) tx8lab holds in memory; check the type",
+            )
         if isinstance(literal, bytes):
-            width = {"i1": 1, "tf32": 3}.get(ttype.dtype) or _bits(ttype.dtype) // 8
+            width = {"i1": 1, "tf32": 3}.get(ttype.dtype) or max(1, _bits(ttype.dtype) // 8)
             if len(literal) == width and count != 1:
                 array = np.broadcast_to(_dense_values(literal, ttype.dtype, 1), ttype.shape)
                 return np.array(array)
             if len(literal) != width * count:
-                self.lex.i -= 1
-                self.lex.fail(
-                    f"dense hex data has {len(literal)} bytes; {ttype} needs {width * count}"
+                self.lex.fail_token(
+                    at,
+                    f"{self.where}dense hex data has {len(literal)} bytes; {ttype} needs "
+                    f"{width * count}",
                 )
             return _dense_values(literal, ttype.dtype, count).reshape(ttype.shape)
-        array = np.array(literal, dtype=np.float64 if ttype.dtype[0] in "ftb" else object)
-        if array.shape == () and ttype.shape != ():
-            array = np.broadcast_to(array, ttype.shape)
-        if ttype.dtype == "i1":
-            return np.array(array, dtype=bool).reshape(ttype.shape)
-        if ttype.dtype in ("f32", "f16", "bf16", "tf32"):
-            return round_to(array.reshape(ttype.shape), ttype.dtype)
-        return np.array(array.reshape(ttype.shape).astype(np.int64), dtype=numpy_dtype(ttype.dtype))
+        try:
+            return _dense_array(literal, ttype)
+        except (ValueError, OverflowError, TypeError) as err:
+            self.lex.fail_token(
+                start,
+                f"{self.where}dense literal does not fit {ttype}: {err}; give one value or a "
+                "list nested like the shape",
+            )
 
     def parse_dense_literal(self) -> Any:
         if self.lex.accept("["):
+            self.enter()
             items: list[Any] = []
             if not self.lex.accept("]"):
                 items.append(self.parse_dense_literal())
                 while self.lex.accept(","):
                     items.append(self.parse_dense_literal())
                 self.lex.expect("]")
+            self.leave()
             return items
+        at = self.lex.i
         kind, text = self.lex.next()
         if text in ("true", "false"):
             return text == "true"
         if kind != "number":
-            self.lex.i -= 1
-            self.lex.fail(f"expected a number in dense literal, got {text!r}")
-        if text.lower().startswith(("0x", "-0x")):
-            return int(text, 16)
-        return float(text) if any(c in text for c in ".eE") else int(text)
+            got = repr(text) if text else "the end of the input"
+            self.lex.fail_token(at, f"{self.where}expected a number in dense literal, got {got}")
+        if any(c in text for c in ".eE") and "x" not in text.lower():
+            return self.float_number(text, at, "dense literal")
+        return self.int_number(text, at, "dense literal")
 
     def parse_attr_dict(self, into: dict[str, Any]) -> None:
         self.lex.expect("{")
         if self.lex.accept("}"):
             return
         while True:
+            at = self.lex.i
             kind, key = self.lex.next()
             if kind == "string":
-                key = _unescape(key)
+                key = self.lex.unescape(key, at)
             elif kind != "ident":
-                self.lex.i -= 1
-                self.lex.fail(f"expected an attribute name, got {key!r}")
+                got = repr(key) if key else "the end of the input (truncated?)"
+                self.lex.fail_token(at, f"{self.where}expected an attribute name, got {got}")
             if self.lex.accept("="):
                 into[key] = self.parse_attr()
             else:
@@ -620,7 +789,13 @@ class _Parser:
         lex = self.lex
         lex.expect("{")
         while True:
-            _, key = lex.next()
+            at = lex.i
+            kind, key = lex.next()
+            if kind == "string":
+                key = lex.unescape(key, at)
+            elif kind != "ident":
+                got = repr(key) if key else "the end of the input (truncated?)"
+                lex.fail_token(at, f"func.func: expected an attribute name, got {got}")
             lex.expect("=")
             if key == "function_type":
                 self.parse_type_list()
@@ -640,15 +815,19 @@ class _Parser:
             self.lex.expect("(")
             if not self.lex.accept(")"):
                 while True:
+                    at = self.lex.i
                     kind, name = self.lex.next()
                     if kind != "value":
-                        self.lex.i -= 1
-                        self.lex.fail(f"expected a block argument name, got {name!r}")
+                        got = repr(name) if name else "the end of the input (truncated?)"
+                        self.lex.fail_token(
+                            at, f"{self.where}expected a block argument name, got {got}"
+                        )
                     self.lex.expect(":")
+                    outer, self.where = self.where, f"{self.where}block argument {name}: "
                     value = Value(owner, len(args), self.parse_type(), is_arg=True)
+                    self.where = outer
                     if name in scope:
-                        self.lex.i -= 3
-                        self.lex.fail(f"redefinition of {name}")
+                        self.lex.fail_token(at, f"{self.where}redefinition of {name}")
                     scope[name] = value
                     args.append(value)
                     if not self.lex.accept(","):
@@ -661,57 +840,75 @@ class _Parser:
         return Block(tuple(args), tuple(ops))
 
     def parse_op(self, scope: dict[str, Value]) -> Op:
-        names: list[str] = []
+        outer_where = self.where
         count = 0
+        start = self.lex.i
         kind, text = self.lex.peek()
         base = ""
         if kind == "value":
             self.lex.next()
-            base, _, num = text.partition(":")
-            count = int(num) if num else 1
-            names = [base] if count == 1 else [f"{base}#{i}" for i in range(count)]
+            base, colon, num = text.partition(":")
+            if "#" in base:
+                self.lex.fail_token(
+                    start,
+                    f"{text} cannot be defined (a #N name uses one result); write "
+                    f"{base.partition('#')[0]}:N = ... for an op with N results",
+                )
+            count = int(num) if colon else 1
+            if count < 1:
+                self.lex.fail_token(start, f"{text}: an op defines at least one result")
             self.lex.expect("=")
+        at = self.lex.i
         kind, op_kind = self.lex.next()
         if kind != "string":
-            self.lex.i -= 1
-            self.lex.fail(f"expected an op name in quotes (generic syntax), got {op_kind!r}")
-        op_kind = _unescape(op_kind)
+            got = repr(op_kind) if op_kind else "the end of the input (truncated?)"
+            self.lex.fail_token(at, f"expected an op name in quotes (generic syntax), got {got}")
+        op_kind = self.lex.unescape(op_kind, at)
+        self.where = f'"{op_kind}"{" " + base if base else ""}: '
         self.lex.expect("(")
         operand_names: list[str] = []
         if not self.lex.accept(")"):
             while True:
+                at = self.lex.i
                 kind, name = self.lex.next()
                 if kind != "value":
-                    self.lex.i -= 1
-                    self.lex.fail(f"{op_kind}: expected an operand, got {name!r}")
+                    got = repr(name) if name else "the end of the input (truncated?)"
+                    self.lex.fail_token(at, f"{self.where}expected an operand, got {got}")
                 operand_names.append(name)
                 if not self.lex.accept(","):
                     break
             self.lex.expect(")")
         attrs: dict[str, Any] = {}
-        if self.lex.peek()[1] == "<" and self.lex.tokens[self.lex.i + 1][1] == "{":
+        if self.lex.peek()[1] == "<" and self.lex.peek2() == "{":
             self.lex.next()
             self.parse_attr_dict(attrs)
             self.lex.expect(">")
         op_id = -1
         digits = base[1:]
-        if base and digits.isdigit() and int(digits) >= 0:
+        if base and digits.isdigit():
             op_id = int(digits)
+            if op_id > MAX_ID:
+                self.lex.fail_token(
+                    start, f"{self.where}op id {digits[:30]} is above {MAX_ID}; renumber the values"
+                )
         regions: list[Block] = []
         region_start = len(self.renumber)
         arg_owner = op_id
         if op_id < 0:
             self.pending_owner -= 1
             arg_owner = self.pending_owner
-        if self.lex.peek()[1] == "(" and self.lex.tokens[self.lex.i + 1][1] == "{":
+        if self.lex.peek()[1] == "(" and self.lex.peek2() == "{":
             self.lex.next()
+            self.enter()
             while True:
                 self.lex.expect("{")
                 regions.append(self.parse_block(scope, arg_owner, True))
+                self.where = f'"{op_kind}"{" " + base if base else ""}: '
                 self.lex.expect("}")
                 if not self.lex.accept(","):
                     break
             self.lex.expect(")")
+            self.leave()
         if self.lex.peek()[1] == "{":
             self.parse_attr_dict(attrs)
         self.lex.expect(":")
@@ -719,22 +916,45 @@ class _Parser:
         self.lex.expect("->")
         out_types = self.parse_type_list() if self.lex.peek()[1] != "(" else self._paren_types()
         if len(in_types) != len(operand_names):
-            self.lex.fail(
-                f"{op_kind}: {len(operand_names)} operands but {len(in_types)} operand types"
+            self.lex.fail_token(
+                start,
+                f"{self.where}{len(operand_names)} operands but {len(in_types)} operand types",
             )
         if base and len(out_types) != count:
-            self.lex.fail(f"{op_kind}: {count} result names but {len(out_types)} result types")
+            self.lex.fail_token(
+                start, f"{self.where}{count} result names but {len(out_types)} result types"
+            )
+        names = [base] if count == 1 else [f"{base}#{i}" for i in range(count)]
+        if not base:
+            names = []
         operands = []
         for name, ttype in zip(operand_names, in_types, strict=True):
             value = scope.get(name)
             if value is None:
-                self.lex.fail(f"{op_kind}: use of undefined value {name}")
+                self.lex.fail_token(start, f"{self.where}use of undefined value {name}")
                 raise AssertionError
             if value.type != ttype:
-                self.lex.fail(f"{op_kind}: {name} has type {value.type}, used as {ttype}")
+                self.lex.fail_token(
+                    start, f"{self.where}{name} has type {value.type}, used as {ttype}"
+                )
             operands.append(value)
         created_by = attrs.pop("tx8.created_by", None)
+        if created_by is not None and not isinstance(created_by, str):
+            self.lex.fail_token(
+                start,
+                f"{self.where}tx8.created_by must be a string (a pass name), not {created_by!r}",
+            )
         explicit_id = attrs.pop("tx8.id", None)
+        if explicit_id is not None and (
+            not isinstance(explicit_id, int)
+            or isinstance(explicit_id, bool)
+            or not 0 <= explicit_id <= MAX_ID
+        ):
+            self.lex.fail_token(
+                start,
+                f"{self.where}tx8.id must be an integer 0..{MAX_ID} (the op's id), not "
+                f"{str(explicit_id)[:30]}",
+            )
         if not out_types and op_kind not in TERMINATORS and isinstance(explicit_id, int):
             op_id = explicit_id
         if regions and op_id >= 0 and arg_owner != op_id:
@@ -751,10 +971,11 @@ class _Parser:
         elif op_id >= 0:
             self.max_id = max(self.max_id, op_id)
         del region_start
-        for name, value in zip(names, results, strict=True):
+        for name, value in zip(names, results if base else (), strict=True):
             if name in scope:
-                self.lex.fail(f"redefinition of {name}")
+                self.lex.fail_token(start, f"{self.where}redefinition of {name}")
             scope[name] = value
+        self.where = outer_where
         return op
 
     def _paren_types(self) -> tuple[TensorType, ...]:
@@ -777,6 +998,20 @@ def _reown(block: Block, owner: int) -> Block:
     return Block(tuple(mapping[a.key] for a in block.args), fixed.ops)
 
 
+def _dense_array(literal: Any, ttype: TensorType) -> np.ndarray[Any, Any]:
+    """The data of a ``dense<[...]>`` literal as ``ttype`` (numpy errors for a misfit)."""
+    array = np.array(literal, dtype=np.float64 if ttype.dtype[0] in "ftb" else object)
+    if array.shape == () and ttype.shape != ():
+        array = np.broadcast_to(array, ttype.shape)
+    if array.size != ttype.num_elements:
+        raise ValueError(f"{array.size} values for {ttype.num_elements} elements")
+    if ttype.dtype == "i1":
+        return np.array(array, dtype=bool).reshape(ttype.shape)
+    if ttype.dtype in ("f32", "f16", "bf16", "tf32"):
+        return round_to(array.reshape(ttype.shape), ttype.dtype)
+    return np.array(array.reshape(ttype.shape).astype(np.int64), dtype=numpy_dtype(ttype.dtype))
+
+
 def _bits(dtype: str) -> int:
     from tx8lab.core.dtypes import bits_of
 
@@ -788,9 +1023,9 @@ def parse_module(text: str, source: str = "<text>") -> Module:
     parser = _Parser(text, source)
     lex = parser.lex
     kind, name = lex.next()
-    if kind != "string" or _unescape(name) != "builtin.module":
-        lex.i -= 1
-        lex.fail('expected "builtin.module"() ({ ... }) in generic syntax')
+    if kind != "string" or lex.unescape(name, 0) != "builtin.module":
+        got = repr(name[:40]) if name else "an empty input"
+        lex.fail_token(0, f'expected "builtin.module"() ({{ ... }}) in generic syntax, got {got}')
     lex.expect("(")
     lex.expect(")")
     lex.expect("(")
@@ -801,6 +1036,7 @@ def parse_module(text: str, source: str = "<text>") -> Module:
     lex.expect("}")
     lex.expect(")")
     mod_attrs: dict[str, Any] = {}
+    attrs_at = lex.i
     if lex.peek()[1] == "{":
         parser.parse_attr_dict(mod_attrs)
     lex.expect(":")
@@ -811,19 +1047,85 @@ def parse_module(text: str, source: str = "<text>") -> Module:
     lex.expect(")")
     if lex.peek()[0] != "eof":
         lex.fail("text after the module")
-    next_id = int(mod_attrs.pop("tx8.next_id", parser.max_id + 1))
+    next_id = mod_attrs.pop("tx8.next_id", parser.max_id + 1)
+    if not isinstance(next_id, int) or isinstance(next_id, bool) or not 0 <= next_id <= MAX_ID:
+        lex.fail_token(
+            attrs_at,
+            f"builtin.module: tx8.next_id must be an integer 0..{MAX_ID} (the next free op "
+            f"id), not {str(next_id)[:30]}",
+        )
     next_id = max(next_id, parser.max_id + 1)
     if parser.renumber:
         functions, next_id = _assign_ids(functions, next_id)
     return Module(tuple(functions), mod_attrs, next_id)
 
 
+def decode_source(data: bytes, source: str) -> str:
+    r"""``data`` as UTF-8 text (a leading byte-order mark dropped), else an error.
+
+    The error names the line and column of the first byte that is not UTF-8.
+
+    Examples:
+        >>> decode_source(b"ok", "a.mlir")
+        'ok'
+        >>> decode_source(b"x\n\xff", "a.mlir")
+        Traceback (most recent call last):
+        ...
+        tx8lab.errors.Tx8labError: a.mlir:2:1: byte 0xFF is not UTF-8 text; save the file as UTF-8
+    """
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        col = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
+        raise Tx8labError(
+            f"{source}:{line}:{col}: byte 0x{data[err.start]:02X} is not UTF-8 text; save the "
+            "file as UTF-8"
+        ) from None
+
+
+def read_source(path: str | Path) -> str:
+    """The UTF-8 text of file ``path``; a missing, unreadable or non-UTF-8 file is an error."""
+    file = Path(path)
+    if not file.is_file():
+        what = "is a directory, not a file" if file.is_dir() else "no such file"
+        raise Tx8labError(f"{path}: {what}")
+    try:
+        data = file.read_bytes()
+    except OSError as err:
+        raise Tx8labError(f"{path}: cannot read it ({err.strerror or err})") from None
+    return decode_source(data, str(path))
+
+
+def check_input(module: Module, source: str) -> Module:
+    """``module`` when it verifies; else an error saying the input ``source`` does not.
+
+    Loaders call it before any pass runs, so a problem of the input is never blamed on a
+    pass; the message names the source, the op and the first problem.
+    """
+    from tx8lab.core.verify import verify_problems
+
+    problems = verify_problems(module)
+    if problems:
+        more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
+        raise Tx8labError(
+            f"{source}: the input module does not verify: {problems[0]}{more}; fix the input"
+        )
+    return module
+
+
+def read_module(path: str | Path) -> Module:
+    """Parse and verify the MLIR file ``path`` (generic syntax); errors name the file."""
+    return check_input(parse_module(read_source(path), str(path)), str(path))
+
+
 def _parse_function(parser: _Parser, index: int) -> Function:
     lex = parser.lex
+    at = lex.i
     kind, name = lex.next()
-    if kind != "string" or _unescape(name) != "func.func":
-        lex.i -= 1
-        lex.fail(f'expected "func.func" inside the module, got {name!r}')
+    if kind != "string" or lex.unescape(name, at) != "func.func":
+        got = repr(name[:40]) if name else "the end of the input (truncated?)"
+        lex.fail_token(at, f'expected "func.func" inside the module, got {got}')
     lex.expect("(")
     lex.expect(")")
     attrs: dict[str, Any] = {}
@@ -847,9 +1149,9 @@ def _parse_function(parser: _Parser, index: int) -> Function:
     lex.expect(")")
     sym = attrs.get("sym_name")
     if not isinstance(sym, str):
-        lex.fail("func.func without sym_name")
+        lex.fail_token(at, 'func.func without sym_name = "NAME" (a string)')
     if not body.ops or body.ops[-1].kind != "func.return":
-        lex.fail(f"function {sym}: body must end with func.return")
+        lex.fail_token(at, f"function {sym}: body must end with func.return")
     assert isinstance(sym, str)
     return Function(sym, body)
 

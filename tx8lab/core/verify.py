@@ -7,6 +7,10 @@ ids, well-formed regions, and any extra post-conditions a pass adds.
 
 Readings chosen:
 
+- A tensor with a dimension of size 0 is a problem (no pass or cost model is defined on an
+  empty tensor); the verifier names the value and the op.
+- Shape inference that fails with something other than a ``Tx8labError`` (an attribute of
+  the wrong type or out of range, read from text) is reported as that op's problem.
 - A ``tx8be.Group`` body is isolated from above: it uses only its block arguments and
   values defined inside it (the group's inputs are its operands), so a group can be run,
   costed and shown on its own.
@@ -16,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from tx8lab.core.ir import TERMINATORS, Block, Module, Op, Value
+from tx8lab.core.ir import TERMINATORS, Block, Module, Op, TensorType, Value
 from tx8lab.core.ops import OPS
 from tx8lab.errors import Tx8labError
 
@@ -24,6 +28,16 @@ from tx8lab.errors import Tx8labError
 REGION_OPS = frozenset({"tx8be.Group"})
 
 PostCondition = Callable[[Module], Iterable[str]]
+
+
+def _empty(ttype: TensorType) -> str:
+    """Why ``ttype`` is empty ('' when it is not)."""
+    if 0 not in ttype.shape:
+        return ""
+    return (
+        f"{ttype} is empty (dimension {ttype.shape.index(0)} has size 0); tx8lab compiles tensors "
+        "whose dimensions are all >= 1"
+    )
 
 
 def verify_problems(module: Module) -> list[str]:
@@ -37,8 +51,10 @@ def verify_problems(module: Module) -> list[str]:
     def check_block(
         block: Block, scope: dict[tuple[int, int, bool], Value], where: str, terminator: str
     ) -> None:
-        for value in block.args:
+        for index, value in enumerate(block.args):
             scope[value.key] = value
+            if _empty(value.type):
+                problems.append(f"{where}: block argument {index}: {_empty(value.type)}")
         if not block.ops or block.ops[-1].kind != terminator:
             problems.append(f"{where}: block must end with {terminator}")
         for position, op in enumerate(block.ops):
@@ -71,6 +87,8 @@ def verify_problems(module: Module) -> list[str]:
             for index, result in enumerate(op.results):
                 if result.owner != op.id or result.index != index or result.is_arg:
                     problems.append(f"{label}: result {index} is not owned by the op")
+                if _empty(result.type):
+                    problems.append(f"{label}: result {index}: {_empty(result.type)}")
             if op.kind in TERMINATORS:
                 continue
             entry = OPS.get(op.kind)
@@ -85,6 +103,11 @@ def verify_problems(module: Module) -> list[str]:
                     inferred = entry.infer_type([v.type for v in op.operands], op.attrs)
                 except Tx8labError as err:
                     problems.append(f"{label}: {err}")
+                except (ArithmeticError, LookupError, TypeError, ValueError) as err:
+                    problems.append(
+                        f"{label}: shape inference fails on its operands and attributes "
+                        f"({type(err).__name__}: {err}); check the attribute values"
+                    )
                 else:
                     if tuple(inferred) != op.result_types:
                         got = ", ".join(str(t) for t in op.result_types)

@@ -28,6 +28,7 @@ Readings chosen where the rows are vague (each is also in the row's ``how``):
 from __future__ import annotations
 
 import csv
+import io
 import json
 import re
 import statistics
@@ -75,24 +76,52 @@ def board_dir() -> Path:
     return Path(str(resources.files("tx8lab.hw") / "board"))
 
 
+#: The board files and the columns the fit and the kernel cases read from each.
+BOARD_COLUMNS = {
+    "micro.csv": ("quantity", "condition", "value"),
+    "kernels.csv": ("workload", "schedule", "metric"),
+}
+
+
 def read_board(directory: Path | None = None) -> list[BoardRow]:
     """Every row of ``micro.csv`` and ``kernels.csv``.
 
     Raises:
-        Tx8labError: a file is missing or has no header.
+        Tx8labError: a file is missing, unreadable, not UTF-8 or not CSV, or its header
+            lacks a column of :data:`BOARD_COLUMNS`.
     """
     where = directory or board_dir()
     rows: list[BoardRow] = []
-    for name in ("micro.csv", "kernels.csv"):
+    for name, needed in BOARD_COLUMNS.items():
         path = where / name
         if not path.is_file():
             raise Tx8labError(f"calibrate: {path} is missing; the board data ships with tx8lab")
-        with path.open(newline="", encoding="utf-8") as fh:
-            reader = csv.DictReader(fh)
-            if not reader.fieldnames:
+        try:
+            text = path.read_bytes().decode("utf-8").removeprefix("\ufeff")
+        except OSError as err:
+            raise Tx8labError(f"calibrate: cannot read {path} ({err.strerror or err})") from None
+        except UnicodeDecodeError as err:
+            raise Tx8labError(
+                f"calibrate: {path}: byte {err.start} is not UTF-8 text; save the CSV as UTF-8"
+            ) from None
+        reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+        try:
+            header = next(reader, None)
+            if not header:
                 raise Tx8labError(f"calibrate: {path} has no header row")
-            for i, fields in enumerate(reader):
-                rows.append(BoardRow(name, i + 2, {k: (v or "") for k, v in fields.items()}))
+            missing = [c for c in needed if c not in header]
+            if missing:
+                raise Tx8labError(
+                    f"calibrate: {path}:1: missing column(s) {', '.join(missing)}; the header "
+                    f"needs {', '.join(needed)}"
+                )
+            for i, cells in enumerate(reader):
+                fields = {k: (cells[j] if j < len(cells) else "") for j, k in enumerate(header)}
+                rows.append(BoardRow(name, i + 2, fields))
+        except csv.Error as err:
+            raise Tx8labError(
+                f"calibrate: {path}:{reader.line_num}: not valid CSV ({err})"
+            ) from None
     return rows
 
 

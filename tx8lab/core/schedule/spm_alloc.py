@@ -51,7 +51,9 @@ Readings chosen where the seed is vague:
   (an inclusive end, read as ``upper = end + 1``) are accepted as MiniMalloc does;
   ``hint`` is ignored (it constrains nothing); a non-empty ``gaps`` or ``offset`` cell is
   rejected with the file, line and column (holes in lifetimes and fixed placements are
-  not modelled).
+  not modelled). The file is UTF-8 (a byte-order mark is dropped); cells are whole
+  decimal numbers; a problem with more than :data:`MAX_BUFFERS` rows is refused before
+  any allocation (``read_problem(path, max_buffers=N)`` raises the limit).
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import functools
+import io
 import itertools
 import math
 import re
@@ -193,32 +196,72 @@ def capacity_from_name(path: str | Path) -> int | None:
     return int(match.group(1)) if match else None
 
 
+#: Most buffers (rows) :func:`read_problem` accepts: the ``best`` search spends seconds per
+#: ten thousand buffers before its time limit applies.
+MAX_BUFFERS = 20_000
+
+_WHOLE = re.compile(r"[+-]?[0-9]+")
+
+
 def _cell_int(path: Path, line: int, column: str, text: str) -> int:
-    try:
-        return int(text.strip())
-    except ValueError:
+    cell = text.strip()
+    if not _WHOLE.fullmatch(cell) or len(cell) > 40:
         raise Tx8labError(
-            f"{path}:{line}: column {column!r}: {text!r} is not an integer; write whole "
+            f"{path}:{line}: column {column!r}: {cell[:40]!r} is not an integer; write whole "
             "time steps and bytes"
+        )
+    return int(cell)
+
+
+def _read_csv_rows(path: Path, what: str) -> list[tuple[int, list[str]]]:
+    """``(line, cells)`` of every row of the CSV file ``path``; bad files are errors.
+
+    A missing or unreadable file, bytes that are not UTF-8 and malformed CSV (a NUL byte,
+    a cell over the csv module's field limit) each name the file and line.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise Tx8labError(f"{path}: no such file; give {what}") from None
+    except OSError as err:
+        raise Tx8labError(f"{path}: cannot read it ({err.strerror or err}); give {what}") from None
+    try:
+        text = data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise Tx8labError(
+            f"{path}:{line}: byte 0x{data[err.start]:02X} is not UTF-8 text; save the CSV as UTF-8"
         ) from None
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    rows: list[tuple[int, list[str]]] = []
+    try:
+        for row in reader:
+            rows.append((reader.line_num, row))
+    except csv.Error as err:
+        raise Tx8labError(f"{path}:{reader.line_num}: not valid CSV ({err})") from None
+    return rows
 
 
-def read_problem(path: str | Path) -> Problem:
+def read_problem(path: str | Path, *, max_buffers: int = MAX_BUFFERS) -> Problem:
     """Read a MiniMalloc problem CSV (see the module docstring for the columns).
 
     Raises:
-        Tx8labError: a missing file or column, a bad cell, a duplicate id, an empty or
-            reversed lifetime, or a column this allocator does not model.
+        Tx8labError: a missing, unreadable or non-UTF-8 file, malformed CSV, a missing
+            column, a bad cell, a duplicate id, an empty or reversed lifetime, a column
+            this allocator does not model, or more than ``max_buffers`` rows.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise Tx8labError(f"{path}: no such file; give a MiniMalloc CSV") from None
-    reader = csv.reader(text.splitlines())
-    header_raw = next(reader, None)
-    if header_raw is None:
+    all_rows = _read_csv_rows(path, "a MiniMalloc CSV")
+    if not all_rows:
         raise Tx8labError(f"{path}: empty file; a header id,lower,upper,size is needed")
+    header_raw = all_rows[0][1]
+    body = [(line, row) for line, row in all_rows[1:] if any(cell.strip() for cell in row)]
+    if len(body) > max_buffers:
+        raise Tx8labError(
+            f"{path}: {len(body)} buffers, more than the {max_buffers} the allocator takes "
+            "(its search grows with the buffer count); split the problem, or call "
+            "read_problem(path, max_buffers=N)"
+        )
     header = [name.strip().lower() for name in header_raw]
     inclusive_end = "end" in header and "upper" not in header
     names = [_ALIASES.get(n, "upper" if n == "end" and inclusive_end else n) for n in header]
@@ -232,10 +275,7 @@ def read_problem(path: str | Path) -> Problem:
     lifetimes: list[Lifetime] = []
     alignments: dict[str, int] = {}
     seen: set[str] = set()
-    for row in reader:
-        line = reader.line_num
-        if not any(cell.strip() for cell in row):
-            continue
+    for line, row in body:
         if len(row) < len(names):
             raise Tx8labError(f"{path}:{line}: {len(row)} cells, the header has {len(names)}")
         for name, what in _REJECTED.items():
@@ -293,18 +333,21 @@ def write_solution(path: str | Path, allocation: Allocation) -> None:
 def read_solution(path: str | Path) -> dict[str, int]:
     """Read an ``id,offset`` CSV (extra columns ignored)."""
     path = Path(path)
-    with path.open(newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        fields = [name.strip() for name in reader.fieldnames or []]
-        if not {"id", "offset"} <= set(fields):
-            raise Tx8labError(f"{path}:1: a solution needs the columns id,offset")
-        offsets: dict[str, int] = {}
-        for row in reader:
-            clean = {k.strip(): v for k, v in row.items() if k is not None}
-            bid = clean["id"].strip()
-            if bid in offsets:
-                raise Tx8labError(f"{path}:{reader.line_num}: duplicate id {bid!r}")
-            offsets[bid] = _cell_int(path, reader.line_num, "offset", clean["offset"])
+    rows = _read_csv_rows(path, "a solution CSV (id,offset)")
+    fields = [name.strip() for name in rows[0][1]] if rows else []
+    if not {"id", "offset"} <= set(fields):
+        raise Tx8labError(f"{path}:1: a solution needs the columns id,offset")
+    id_col, offset_col = fields.index("id"), fields.index("offset")
+    offsets: dict[str, int] = {}
+    for line, row in rows[1:]:
+        if not any(cell.strip() for cell in row):
+            continue
+        if len(row) <= max(id_col, offset_col):
+            raise Tx8labError(f"{path}:{line}: {len(row)} cells, the header has {len(fields)}")
+        bid = row[id_col].strip()
+        if bid in offsets:
+            raise Tx8labError(f"{path}:{line}: duplicate id {bid!r}")
+        offsets[bid] = _cell_int(path, line, "offset", row[offset_col])
     return offsets
 
 

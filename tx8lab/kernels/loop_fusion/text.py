@@ -11,6 +11,13 @@ function arguments, ``memref.alloc``, ``arith.constant``, scalar ops of the form
 bounds and step 1, ``affine.load``/``affine.store``/``affine.apply`` with affine
 expressions (``+ - *`` by constants; no ``floordiv``/``mod``). Anything else is an error
 that names the file, line and column.
+
+The explorer's analysis evaluates every depth of every producer-consumer pair with
+constraint systems that grow with the loop depth (about its 4th power: a pair of 16-deep
+nests takes seconds, of 32-deep nests over a minute) and with the square of the number of
+nests; the reader refuses, before any analysis, nests deeper than :data:`MAX_NEST_DEPTH`
+and functions with more than :data:`MAX_NESTS` nests (``parse_functions(...,
+max_depth=N, max_nests=N)`` raises the limits).
 """
 
 from __future__ import annotations
@@ -278,17 +285,68 @@ def _lex(text: str, filename: str) -> list[_Tok]:
 
 _UNSUPPORTED_MAP_OPS = ("floordiv", "ceildiv", "mod")
 
+#: Deepest loop nest the reader accepts (see the module docstring for why).
+MAX_NEST_DEPTH = 16
+
+#: Most top-level nests one function may have.
+MAX_NESTS = 128
+
+#: Deepest parenthesis nesting of an affine expression.
+MAX_PARENS = 64
+
+_MEMREF = re.compile(r"memref<((?:[0-9]+x)*)([a-z]+[0-9]*)>")
+
+
+def _deepest_nest(toks: Sequence[_Tok]) -> tuple[int, _Tok | None]:
+    """The deepest ``affine.for`` nesting in ``toks`` and the loop that reaches it first."""
+    stack: list[bool] = []
+    depth = deepest = 0
+    pending = False
+    where: _Tok | None = None
+    loop: _Tok | None = None
+    for tok in toks:
+        if tok.kind == "ident" and tok.text == "affine.for":
+            pending, loop = True, tok
+        elif tok.text == "{" and tok.kind == "punct":
+            stack.append(pending)
+            if pending:
+                depth += 1
+                if depth > deepest:
+                    deepest, where = depth, loop
+            pending = False
+        elif tok.text == "}" and tok.kind == "punct" and stack:
+            depth -= stack.pop()
+    return deepest, where
+
+
 #: Parses one atom of an affine expression.
 _Atom: TypeAlias = Callable[[], Lin]
 
 
 class _Parser:
-    def __init__(self, text: str, filename: str) -> None:
+    def __init__(
+        self,
+        text: str,
+        filename: str,
+        max_depth: int = MAX_NEST_DEPTH,
+        max_nests: int = MAX_NESTS,
+    ) -> None:
         self.filename = filename
         self.toks = _lex(text, filename)
         self.i = 0
         self.aliases: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[Lin, ...]]] = {}
         self.fresh = 0
+        self.max_nests = max_nests
+        self.parens = 0
+        deepest, loop = _deepest_nest(self.toks)
+        if deepest > max_depth:
+            raise self.error(
+                f"a loop nest {deepest} loops deep; the fusion analysis grows with about the "
+                f"4th power of the depth, so nests are limited to {max_depth} loops "
+                "(parse_functions(..., max_depth=N) raises the limit; "
+                f"tx8lab.kernels.loop_fusion.text.MAX_NEST_DEPTH is {MAX_NEST_DEPTH})",
+                loop,
+            )
 
     # -- helpers
     @property
@@ -378,6 +436,15 @@ class _Parser:
         body = self.block(memrefs, top=True)
         func = Function(name, tuple(args), body)
         check_function(func, f"{self.filename}:{start.line}")
+        nests = sum(isinstance(stmt, Loop) for stmt in body)
+        if nests > self.max_nests:
+            raise self.error(
+                f"@{name} has {nests} loop nests; the fusion analysis grows with the square of "
+                f"the number of nests, so a function is limited to {self.max_nests} "
+                "(parse_functions(..., max_nests=N) raises the limit; "
+                f"tx8lab.kernels.loop_fusion.text.MAX_NESTS is {MAX_NESTS})",
+                start,
+            )
         return uniquify(func)
 
     def memref_type(self) -> MemRefType:
@@ -386,13 +453,19 @@ class _Parser:
             raise self.error(f"expected a memref type like memref<8x128xf32>, found {tok.text!r}")
         self.next()
         inner = tok.text[len("memref<") : -1]
-        parts = inner.split("x")
-        if "," in inner or "?" in inner or not parts:
+        if "," in inner or "?" in inner:
             raise self.error(f"{tok.text}: only static memrefs without layout are supported", tok)
+        match = _MEMREF.fullmatch(tok.text.replace(" ", ""))
+        if match is None:
+            raise self.error(
+                f"{tok.text}: write a static memref type like memref<8x128xf32> (sizes, then "
+                "the element type)",
+                tok,
+            )
         try:
-            shape = tuple(int(p) for p in parts[:-1])
-            return MemRefType(shape, parts[-1].strip())
-        except (ValueError, Tx8labError) as err:
+            shape = tuple(int(p) for p in match.group(1).split("x") if p)
+            return MemRefType(shape, match.group(2))
+        except Tx8labError as err:
             raise self.error(f"{tok.text}: {err}", tok) from err
 
     # -- statements
@@ -512,9 +585,17 @@ class _Parser:
         self.next()
         iv = self.expect_kind("ssa", "an induction variable").text[1:]
         self.expect("=")
+        bound_tok = self.tok
         lb = self.bound()
         self.expect("to")
         ub = self.bound()
+        for name in (*lb.names, *ub.names):
+            if name in memrefs:
+                raise self.error(
+                    f"loop %{iv}: its bound uses memref %{name}; bounds are constants, "
+                    "index values or affine maps of them",
+                    bound_tok,
+                )
         if self.tok.text == "step":
             self.next()
             step = self.expect_kind("int", "a step")
@@ -637,12 +718,19 @@ class _Parser:
                 raise self.error("the product of two variables is not affine", tok)
 
     def _unary(self, atom: _Atom) -> Lin:
-        if self.accept("-"):
-            return -self._unary(atom)
-        if self.accept("("):
-            inner = self._sum(atom)
-            self.expect(")")
-            return inner
+        if self.tok.text in ("-", "("):
+            self.parens += 1
+            if self.parens > MAX_PARENS:
+                raise self.error(f"an affine expression nested more than {MAX_PARENS} deep")
+            try:
+                if self.accept("-"):
+                    return -self._unary(atom)
+                self.next()
+                inner = self._sum(atom)
+                self.expect(")")
+                return inner
+            finally:
+                self.parens -= 1
         return atom()
 
     def _ssa_atom(self) -> Lin:
@@ -668,14 +756,22 @@ class _Parser:
         raise self.error(f"expected a map dimension or constant, found {tok.text!r}")
 
 
-def parse_functions(text: str, filename: str = "<string>") -> tuple[Function, ...]:
+def parse_functions(
+    text: str,
+    filename: str = "<string>",
+    *,
+    max_depth: int = MAX_NEST_DEPTH,
+    max_nests: int = MAX_NESTS,
+) -> tuple[Function, ...]:
     """Every ``func.func`` in ``text`` (MLIR affine dialect, the subset described above).
 
+    ``max_depth`` and ``max_nests`` bound the analysis work (see the module docstring).
+
     Raises:
-        Tx8labError: the text is outside the subset; the message starts with
-            ``filename:line:col``.
+        Tx8labError: the text is outside the subset or over a limit; the message starts
+            with ``filename:line:col``.
     """
-    return _Parser(text, filename).module()
+    return _Parser(text, filename, max_depth, max_nests).module()
 
 
 def parse_function(text: str, filename: str = "<string>") -> Function:
