@@ -17,8 +17,10 @@ Readings chosen:
   comment). Constant data above 1 KiB prints as ``dense_resource<__elided__>``.
 - ``opt FILE.mlir -p 'pass{knob=value},pass2'`` runs the passes that MLIR pass-pipeline
   text names (:func:`~tx8lab.core.passes.parse_pipeline_spec`) on the file (``-``: stdin)
-  with the verifier (``--no-verify``: without) and prints the resulting module on stdout,
-  as ``mlir-opt`` does; golden files' RUN lines call it.
+  with the verifier after each pass (``--no-verify``: without) and prints the resulting
+  module on stdout, as ``mlir-opt`` does; golden files' RUN lines call it. The input
+  ``.mlir`` of ``run`` and ``opt`` is verified whatever the flag, as mlir-opt's parser
+  verifies what it reads: a problem of the input is named as the input's, never a pass's.
 - ``--hw PRESET`` picks the chip, ``--hw-set key=value`` overrides one field
   (``tile.spm_bytes=2Mi``).
 - ``run --emit-c OUT_DIR`` writes the codegen pass's ``main.c`` and a copy of
