@@ -269,7 +269,7 @@ def test_headless_layers_import_without_the_widgets_extra() -> None:
 #: parent packages Python runs first are not a dependency of the importer. Imports inside
 #: functions, under ``if TYPE_CHECKING`` and through ``importlib.import_module`` all count.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("tx8lab.errors", "tx8lab._bulk"),
+    ("tx8lab.errors", "tx8lab._bulk", "tx8lab._outputs"),
     # the hardware model takes plain numbers and knows no op (DESIGN.md §6)
     ("tx8lab._tools", "tx8lab.hw", "tx8lab.hw.*"),
     # ir: the data every layer above passes around

@@ -11,7 +11,12 @@ Readings chosen:
   (MiniMalloc's convention), else it is an error.
 - ``--strategy`` defaults to ``best``; ``--time-limit`` (seconds, default
   :data:`~tx8lab.core.schedule.spm_alloc.DEFAULT_TIME_LIMIT_S`) bounds its search.
-- Without ``--out`` nothing is written (the figures are still printed).
+- Without ``--out`` nothing is written (the figures are still printed). ``--out`` is
+  checked before the problem is read (its folder exists and is writable) and written
+  all or nothing (:mod:`tx8lab._outputs`): a failed run leaves no file and an existing
+  one as it was.
+- ``--time-limit`` must be > 0; it bounds the ``best`` search from its first greedy pass
+  on (a problem whose first packing cannot finish in time is refused, naming its size).
 - Errors print one line ``tx8lab alloc: error: ...`` on stderr and exit 2, as ``tx8lab``
   does; ``tx8lab/cli.py`` mounts :func:`add_arguments` and :func:`cmd_alloc` as its
   ``alloc`` sub-command (the CSV side lives here, above core; the allocator in
@@ -22,10 +27,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import NoReturn, TextIO
 
+from tx8lab._outputs import Outputs
 from tx8lab.core.schedule.spm_alloc import (
     DEFAULT_TIME_LIMIT_S,
+    MAX_BUFFERS,
     STRATEGIES,
     allocate,
     read_problem,
@@ -53,7 +61,10 @@ def parse_bytes(text: str) -> int:
         >>> parse_bytes("1Mi"), parse_bytes("0x400"), parse_bytes("3MiB")
         (1048576, 1024, 3145728)
     """
-    value = parse_number(text)
+    try:
+        value = parse_number(text)
+    except Tx8labError as err:
+        raise Tx8labError(f"--capacity {text!r}: {err}") from None
     if isinstance(value, float) or value < 0:
         raise Tx8labError(f"--capacity {text!r}: need a whole number of bytes >= 0, e.g. 1Mi")
     return value
@@ -76,11 +87,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="S",
         help=f"search time of --strategy best in seconds (default {DEFAULT_TIME_LIMIT_S:g})",
     )
+    parser.add_argument(
+        "--max-buffers",
+        type=int,
+        default=MAX_BUFFERS,
+        metavar="N",
+        help=f"refuse problems with more buffers than this (default {MAX_BUFFERS:,})",
+    )
 
 
 def cmd_alloc(args: argparse.Namespace, out: TextIO) -> int:
     """Run the allocation ``args`` describe; print the figures on ``out``; return 0."""
-    problem = read_problem(args.problem)
+    if not args.time_limit > 0 or args.time_limit == float("inf"):
+        raise Tx8labError(f"--time-limit {args.time_limit}: give seconds > 0, e.g. 10")
+    if args.max_buffers < 1:
+        raise Tx8labError(f"--max-buffers {args.max_buffers}: give a count >= 1")
+    with Outputs() as outputs:
+        out_tmp = outputs.file("--out", args.out) if args.out is not None else None
+        return _alloc(args, out, out_tmp)
+
+
+def _alloc(args: argparse.Namespace, out: TextIO, out_tmp: Path | None) -> int:
+    problem = read_problem(args.problem, max_buffers=args.max_buffers)
     if args.capacity is not None:
         capacity = parse_bytes(args.capacity)
     elif problem.capacity_bytes is not None:
@@ -96,8 +124,8 @@ def cmd_alloc(args: argparse.Namespace, out: TextIO) -> int:
         time_limit_s=args.time_limit,
         alignments=problem.alignments,
     )
-    if args.out:
-        write_solution(args.out, alloc)
+    if out_tmp is not None:
+        write_solution(out_tmp, alloc)
     gap = alloc.peak_bytes - alloc.lower_bound_bytes
     pct = 100.0 * gap / alloc.lower_bound_bytes if alloc.lower_bound_bytes else 0.0
     print(f"buffers:     {len(alloc.lifetimes)}", file=out)

@@ -55,6 +55,21 @@ Readings chosen:
   pipeline and simulated under that fit (:mod:`tx8lab.kernels.board_cases`), with the
   seconds they took; ``--json`` writes all three (``constants``, ``residuals``,
   ``kernel_cases``).
+- **Outputs are all or nothing** (:mod:`tx8lab._outputs`). Every file or folder a command
+  writes (``run --json/--trace/--report/--emit-c``, ``fuse --json``, ``fa --json``,
+  ``alloc --out``, ``calibrate --out/--write/--json``) is checked before the long work
+  (its folder exists and is writable, it is not a folder, no two outputs share a path:
+  ``--report /nonexistent/r.html`` fails at once naming the flag and the path), written
+  under a temporary name beside it and renamed into place only when the whole command
+  succeeded. A failure leaves no truncated file, no empty ``--emit-c`` folder and an
+  existing output unchanged. ``testcase --out DIR`` writes each case folder whole
+  (:func:`tx8lab.kernels.op_testcase.save_case`); a folder the failed run made is removed.
+- **Budgets**, each refused before the work with the size it would take and the knob:
+  ``run``/``opt`` ``--max-ops N`` (default :data:`MAX_OPS`: the pipeline takes about a
+  second per thousand ops); ``--set group-cost.max_pipeline_instances=N`` (a group's
+  software pipeline unrolled); ``fa --max-block-pairs N`` (block pairs modelled); the
+  zoo's parameter and tensor limits (:mod:`tx8lab.core.frontends.zoo`, **Bounds**);
+  ``alloc --time-limit`` holds from the allocator's first greedy pass.
 """
 
 from __future__ import annotations
@@ -68,6 +83,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
+from tx8lab._outputs import Outputs, check_directory
 from tx8lab.errors import Tx8labError
 
 if TYPE_CHECKING:
@@ -78,6 +94,9 @@ PROG = "tx8lab"
 TOUR = Path("notebooks") / "00_tour.ipynb"
 #: Constant data larger than this prints elided in IR dumps.
 DUMP_ELIDE_BYTES = 1024
+#: ``run`` and ``opt`` refuse a module of more ops (``--max-ops``): the pipeline takes
+#: about a second per thousand ops, so this bounds a run to about half a minute.
+MAX_OPS = 25_000
 
 
 class _UsageError(Exception):
@@ -97,6 +116,33 @@ def _pairs(values: Sequence[str] | None, what: str, example: str) -> dict[str, s
             raise Tx8labError(f"{what} {text!r} is not name=value: write e.g. {example}")
         out[key.strip()] = value.strip()
     return out
+
+
+def _int(flag: str) -> Callable[[str], int]:
+    """An argparse type: a whole number, the error naming ``flag`` (ranges checked later)."""
+
+    def parse(text: str) -> int:
+        try:
+            return int(text.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+    return parse
+
+
+def _positive_int(flag: str, minimum: int = 1) -> Callable[[str], int]:
+    """An argparse type: a whole number >= ``minimum``, the error naming ``flag``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            value = None
+        if value is None or value < minimum:
+            raise argparse.ArgumentTypeError(f"{text!r}: give a whole number >= {minimum}")
+        return value
+
+    return parse
 
 
 def _shape(name: str, text: str) -> tuple[int, ...]:
@@ -209,9 +255,32 @@ def _add_pipeline_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-verify", action="store_true", help="skip the verifier after each pass"
     )
+    parser.add_argument(
+        "--max-ops",
+        type=_positive_int("--max-ops"),
+        default=MAX_OPS,
+        metavar="N",
+        help=f"refuse a module of more ops before any pass runs (default {MAX_OPS:,}; the "
+        "pipeline takes about a second per thousand ops)",
+    )
+
+
+def _check_max_ops(module: Any, args: argparse.Namespace) -> None:
+    """Refuse a module above ``--max-ops`` before any pass runs (module docstring)."""
+    if module.num_ops > args.max_ops:
+        raise Tx8labError(
+            f"{args.model if 'model' in args else args.file}: {module.num_ops:,} ops, above "
+            f"--max-ops {args.max_ops:,} (the pipeline takes about a second per thousand "
+            "ops); raise --max-ops to run it anyway"
+        )
 
 
 def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
+    with Outputs() as outputs:
+        return _run(args, out, outputs)
+
+
+def _run(args: argparse.Namespace, out: TextIO, outputs: Outputs) -> int:
     from tx8lab.core.instruments import Instrument, PrintAfterAll, Progress, Timing, Verify
     from tx8lab.core.passes import build_pipeline, parse_knob_settings
     from tx8lab.core.report import build_report, write_report
@@ -221,7 +290,17 @@ def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     names = [n.strip() for n in args.passes.split(",") if n.strip()] if args.passes else None
     knobs = parse_knob_settings(args.set or [])
     pipeline = build_pipeline(names, knobs)
+    if args.execute and not args.emit_c:
+        raise Tx8labError("--execute needs --emit-c DIR (where main.c is compiled and kept)")
+    if args.report:
+        _html_writer()  # the widgets extra, checked before the run
+    # every destination is checked (and a temporary made beside it) before the long run
+    json_tmp = outputs.file("--json", args.json) if args.json is not None else None
+    trace_tmp = outputs.file("--trace", args.trace) if args.trace is not None else None
+    report_tmp = outputs.file("--report", args.report) if args.report is not None else None
+    c_dir = outputs.directory("--emit-c", args.emit_c) if args.emit_c is not None else None
     module, model, model_args = _load(args)
+    _check_max_ops(module, args)
     dump = args.print_ir_after_all
     table = sys.stderr if dump else out
     timing = Timing()
@@ -253,20 +332,20 @@ def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         return build_program(final, hw)
 
     emitted: list[Path] = []
-    if args.emit_c:
+    written: list[Path] = []  # where the emitted files land once the run succeeded
+    if c_dir is not None:
         from tx8lab.core.passes.codegen import write_c
 
-        emitted = write_c(args.emit_c, steps)
+        emitted = write_c(c_dir, steps)
+        written = [Path(args.emit_c) / p.name for p in emitted]
         size = emitted[0].stat().st_size
-        table.write(f"main.c written to {emitted[0]} ({size} bytes) with {emitted[1].name}\n")
+        table.write(f"main.c written to {written[0]} ({size} bytes) with {emitted[1].name}\n")
     status = 0
     if args.execute:
-        if not args.emit_c:
-            raise Tx8labError("--execute needs --emit-c DIR (where main.c is compiled and kept)")
         from tx8lab.core.execute import execute_module
 
         execution = execute_module(
-            final, hw, directory=args.emit_c, main_c=emitted[0].read_text(encoding="utf-8")
+            final, hw, directory=c_dir, main_c=emitted[0].read_text(encoding="utf-8")
         )
         out.write(execution.summary() + "\n")
         status = 0 if execution.ok else 1
@@ -280,19 +359,19 @@ def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
             knobs=knobs,
             hw_overrides=hw_overrides,
             until=args.until,
-            emitted_files=emitted,
+            emitted_files=written,
             program=program,
         )
-    if args.json:
-        write_report(args.json, report)
+    if json_tmp is not None:
+        write_report(json_tmp, report)
         table.write(f"report written to {args.json}\n")
     for which in args.explain or []:
         out.write(_explain_group(steps, hw, which) + "\n")
-    if args.trace:
-        note = _write_trace(args.trace, steps, hw, program, final)
+    if trace_tmp is not None:
+        note = _write_trace(str(trace_tmp), steps, hw, program, final)
         table.write(f"trace written to {args.trace} (open it in ui.perfetto.dev){note}\n")
-    if args.report:
-        seconds = _write_html(args.report, module, steps, hw, report)
+    if report_tmp is not None:
+        seconds = _write_html(str(report_tmp), module, steps, hw, report)
         table.write(f"HTML report written to {args.report} in {seconds:.2f} s\n")
     return status
 
@@ -337,7 +416,9 @@ def _cmd_opt(args: argparse.Namespace, out: TextIO) -> int:
         text = decode_source(raw.read(), where) if raw is not None else sys.stdin.read()
     else:
         text, where = read_source(args.file), args.file
-    module = check_input(parse_module(text, where), where)
+    module = parse_module(text, where)
+    _check_max_ops(module, args)
+    module = check_input(module, where)
     instruments = [] if args.no_verify else [Verify()]
     for step in run_pipeline(module, passes, hw, instruments=instruments):
         module = step.after
@@ -346,8 +427,8 @@ def _cmd_opt(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _write_html(path: str, module: Any, steps: Sequence[Any], hw: Any, report: Any) -> float:
-    """The standalone HTML page (needs the widgets extra); returns the seconds it took."""
+def _html_writer() -> Callable[..., dict[str, float]]:
+    """The standalone page's writer, or an error naming the widgets extra."""
     try:
         # the one lazy widgets import: only --report reaches it, core stays widget-free
         from tx8lab.widgets.report_html import write_html_report  # noqa: TID251
@@ -356,7 +437,12 @@ def _write_html(path: str, module: Any, steps: Sequence[Any], hw: Any, report: A
             f"--report needs the widgets extra ({err.name or err} is missing): "
             "pip install 'tx8lab[widgets]'"
         ) from err
-    return write_html_report(path, module, steps, hw, report)["total"]
+    return write_html_report
+
+
+def _write_html(path: str, module: Any, steps: Sequence[Any], hw: Any, report: Any) -> float:
+    """The standalone HTML page (needs the widgets extra); returns the seconds it took."""
+    return _html_writer()(path, module, steps, hw, report)["total"]
 
 
 def _write_trace(
@@ -425,7 +511,25 @@ def _cmd_fuse(args: argparse.Namespace, out: TextIO) -> int:
         )
     hw, _ = _hw_from_args(args)
     tolerance = DEFAULT_TOLERANCE if args.compute_tolerance is None else args.compute_tolerance
+    if not 0.0 <= tolerance < float("inf"):
+        raise Tx8labError(
+            f"--compute-tolerance {tolerance}: give a fraction >= 0, e.g. 0.3 (30% extra work)"
+        )
     options = FusionOptions(compute_tolerance=tolerance, maximal=args.maximal, mode=args.mode)
+    with Outputs() as outputs:
+        json_tmp = outputs.file("--json", args.json) if args.json is not None else None
+        return _fuse_report(args, out, funcs, options, hw, report, json_tmp)
+
+
+def _fuse_report(
+    args: argparse.Namespace,
+    out: TextIO,
+    funcs: Any,
+    options: Any,
+    hw: Any,
+    report: Callable[..., Any],
+    json_tmp: Path | None,
+) -> int:
     data = report(funcs, options, hw)
     for func in data["functions"]:
         out.write(f"@{func['function']}: {len(func['nests'])} nests, hw {hw.name}\n")
@@ -461,15 +565,39 @@ def _cmd_fuse(args: argparse.Namespace, out: TextIO) -> int:
         out.write(f"  fusion ({options.mode}): {done or 'nothing fused'}\n")
         if args.print_fused:
             out.write(func["fusion"]["mlir"])
-    if args.json:
+    if json_tmp is not None:
         from tx8lab.core.report import write_report
 
-        write_report(args.json, data)
+        write_report(json_tmp, data)
         out.write(f"report written to {args.json}\n")
     return 0
 
 
 def _cmd_fa(args: argparse.Namespace, out: TextIO) -> int:
+    shape = _ints(args.shape, 4, "--shape", "B,N,S,D e.g. 1,28,2048,128")
+    hw, _ = _hw_from_args(args)
+    n = shape[1]
+    if args.s2 is not None and args.s2 < 1:
+        raise Tx8labError(f"--s2 {args.s2}: the key length S2 must be a whole number >= 1")
+    if args.kv_heads is not None and (args.kv_heads < 1 or n % args.kv_heads):
+        raise Tx8labError(
+            f"--kv-heads {args.kv_heads}: the key/value heads N2={args.kv_heads} must be a "
+            f"divisor >= 1 of the head count N={n} (grouped-query attention)"
+        )
+    block = _ints(args.block, 2, "--block", "BR,BC e.g. 256,256") if args.block else None
+    with Outputs() as outputs:
+        json_tmp = outputs.file("--json", args.json) if args.json is not None else None
+        return _fa(args, out, shape, block, hw, json_tmp)
+
+
+def _fa(
+    args: argparse.Namespace,
+    out: TextIO,
+    shape: tuple[int, ...],
+    block: tuple[int, ...] | None,
+    hw: Any,
+    json_tmp: Path | None,
+) -> int:
     from dataclasses import replace
 
     from tx8lab.kernels.flash_attention.timeline import (
@@ -482,9 +610,8 @@ def _cmd_fa(args: argparse.Namespace, out: TextIO) -> int:
         search,
     )
 
-    shape = _ints(args.shape, 4, "--shape", "B,N,S,D e.g. 1,28,2048,128")
-    hw, _ = _hw_from_args(args)
     b, n, s, d = shape
+    max_pairs = args.max_block_pairs
     pp, di = SCHEDULES[args.schedule]
     cfg = FaConfig(
         b=b, n1=n, s1=s, d=d, s2=args.s2, n2=args.kv_heads, causal=args.causal,
@@ -493,14 +620,14 @@ def _cmd_fa(args: argparse.Namespace, out: TextIO) -> int:
         io_layout=args.io_layout,
     )  # fmt: skip
     data: dict[str, Any]
-    if args.block:
-        br, bc = _ints(args.block, 2, "--block", "BR,BC e.g. 256,256")
-        result = model(replace(cfg, block=(br, bc)), hw)
+    if block is not None:
+        br, bc = block
+        result = model(replace(cfg, block=(br, bc)), hw, max_block_pairs=max_pairs)
         data = result.as_dict()
         data["searched"] = False
         out.write(f"FlashAttention forward {shape} causal={args.causal} on {hw.name}\n")
     else:
-        result, tried = search(cfg, hw)
+        result, tried = search(cfg, hw, max_block_pairs=max_pairs)
         data = result.as_dict()
         data["searched"] = True
         data["tried"] = [
@@ -538,7 +665,7 @@ def _cmd_fa(args: argparse.Namespace, out: TextIO) -> int:
         from tx8lab.kernels.flash_attention.backward import fag_model
 
         try:
-            bwd = fag_model(c, hw)
+            bwd = fag_model(c, hw, max_block_pairs=max_pairs)
         except Tx8labError as err:
             data["backward"] = {"error": str(err)}
             out.write(f"  backward at this tiling: {err}\n")
@@ -560,10 +687,10 @@ def _cmd_fa(args: argparse.Namespace, out: TextIO) -> int:
                 f"    {row['quantity']:<58}model {row['model_ms']:.3f} ms  "
                 f"board {row['board_ms']:.3f} ms  ratio {row['ratio']:.2f}\n"
             )
-    if args.json:
+    if json_tmp is not None:
         from tx8lab.core.report import write_report
 
-        write_report(args.json, data)
+        write_report(json_tmp, data)
         out.write(f"report written to {args.json}\n")
     return 0
 
@@ -588,37 +715,70 @@ def _cmd_testcase(args: argparse.Namespace, out: TextIO) -> int:
 
     _, overrides = _hw_from_args(args)
     specs = [args.hw, *(f"{k}={v}" for k, v in overrides.items())]
+    # each case folder is written whole and renamed into place (op_testcase.save_case);
+    # the folder itself is checked first and, when this run made it, removed if it failed
+    folder = check_directory("--out", args.out)
+    made_dirs = [d for d in (folder.absolute(), *folder.absolute().parents) if not d.exists()]
     status = 0
-    for made in generate(args.op, args.seed, args.out, count=args.count, hw=specs):
-        out.write(made.line() + "\n")
-        if not made.case.ok and made.case.known_failure() is None:
-            status = 1
+    try:
+        for made in generate(args.op, args.seed, args.out, count=args.count, hw=specs):
+            out.write(made.line() + "\n")
+            if not made.case.ok and made.case.known_failure() is None:
+                status = 1
+    except BaseException:
+        for d in made_dirs:  # deepest first; only the empty folders this run made
+            try:
+                d.rmdir()
+            except OSError:
+                break
+        raise
     return status
 
 
 def _cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
-    import json
-    import time
-
     from tx8lab.hw.calibrate import (
         apply,
+        calibration_path,
         fit,
         read_board,
         residuals,
         table,
-        to_json,
         write_calibration,
     )
-    from tx8lab.kernels import board_cases
 
     hw, _ = _hw_from_args(args)
-    rows = read_board(Path(args.board) if args.board else None)
-    fits = fit(rows, hw)
-    res = residuals(rows, apply(hw, fits), fits)
-    out.write(table(fits, res) + "\n")
-    if args.write or args.out:
-        path = write_calibration(fits, Path(args.out) if args.out else None)
-        out.write(f"fitted constants written to {path}\n")
+    with Outputs() as outputs:
+        fit_tmp = None
+        if args.out is not None:
+            fit_tmp = outputs.file("--out", args.out)
+        elif args.write:
+            fit_tmp = outputs.file("--write", calibration_path())
+        json_tmp = outputs.file("--json", args.json) if args.json is not None else None
+        rows = read_board(Path(args.board) if args.board else None)
+        fits = fit(rows, hw)
+        res = residuals(rows, apply(hw, fits), fits)
+        out.write(table(fits, res) + "\n")
+        if fit_tmp is not None:
+            write_calibration(fits, fit_tmp)
+            out.write(f"fitted constants written to {args.out or calibration_path()}\n")
+        return _calibrate_cases(args, out, hw, rows, fits, res, json_tmp)
+
+
+def _calibrate_cases(
+    args: argparse.Namespace,
+    out: TextIO,
+    hw: Any,
+    rows: Any,
+    fits: Any,
+    res: Any,
+    json_tmp: Path | None,
+) -> int:
+    import json
+    import time
+
+    from tx8lab.hw.calibrate import apply, to_json
+    from tx8lab.kernels import board_cases
+
     # the whole kernels are predictions under the fit: compiled, played, never fitted on
     start = time.perf_counter()
     cases = board_cases.case_rows(rows, apply(hw, fits), fits)
@@ -626,7 +786,7 @@ def _cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
     out.write(
         f"(kernel cases compiled, built and simulated in {time.perf_counter() - start:.1f} s)\n"
     )
-    if args.json:
+    if json_tmp is not None:
         report = to_json(fits)
         report["residuals"] = [
             {
@@ -642,7 +802,8 @@ def _cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
             for r in res
         ]
         report["kernel_cases"] = [r.to_json() for r in cases]
-        Path(args.json).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+        assert json_tmp is not None
+        json_tmp.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
         out.write(f"report written to {args.json}\n")
     return 0
 
@@ -816,6 +977,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     fuse.set_defaults(func=_cmd_fuse)
 
+    from tx8lab.kernels.flash_attention.timeline import MAX_BLOCK_PAIRS as FA_MAX_BLOCK_PAIRS
+
     fa = sub.add_parser(
         "fa",
         help="model the FlashAttention forward kernel on the chip (per-tile command streams)",
@@ -864,8 +1027,21 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="what-if: the kernel core joins on cross-engine inputs before issuing",
     )
-    fa.add_argument("--s2", type=int, default=None, help="key length (default S)")
-    fa.add_argument("--kv-heads", type=int, default=None, help="key/value heads N2 (GQA)")
+    fa.add_argument("--s2", type=_int("--s2"), default=None, help="key length (default S)")
+    fa.add_argument(
+        "--kv-heads",
+        type=_int("--kv-heads"),
+        default=None,
+        help="key/value heads N2 (GQA; a divisor of N)",
+    )
+    fa.add_argument(
+        "--max-block-pairs",
+        type=_positive_int("--max-block-pairs"),
+        default=FA_MAX_BLOCK_PAIRS,
+        metavar="N",
+        help="refuse a shape and tiling with more block pairs (B x N x row blocks x "
+        f"column blocks) before modelling it (default {FA_MAX_BLOCK_PAIRS:,})",
+    )
     fa.add_argument(
         "--backward", action="store_true", help="also model the backward pass at that tiling"
     )

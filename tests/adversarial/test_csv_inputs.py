@@ -269,6 +269,22 @@ def test_alloc_cli_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert re.fullmatch(r"tx8lab: error: .*none\.csv: no such file; give a MiniMalloc CSV\n", err)
 
 
+def test_alloc_cli_max_buffers_bounds_the_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 12 one-step buffers of 64 bytes: over a limit of 10, within the default
+    path = tmp_path / "p.csv"
+    path.write_text("id,lower,upper,size\n" + "".join(f"{i},{i},{i + 1},64\n" for i in range(12)))
+    assert main(["alloc", str(path), "--capacity", "1Ki", "--max-buffers", "10"]) == 2
+    err = capsys.readouterr().err
+    assert re.fullmatch(
+        r"tx8lab: error: .*p\.csv: 12 buffers, more than the 10 .*--max-buffers N.*\n", err
+    )
+    assert main(["alloc", str(path), "--capacity", "1Ki", "--max-buffers", "0"]) == 2
+    assert "--max-buffers 0" in capsys.readouterr().err
+    assert main(["alloc", str(path), "--capacity", "1Ki", "--strategy", "seed"]) == 0
+
+
 # --------------------------------------------------------------------------- fuzzing
 
 _CELLS = ["", "-1", "0", "1.5", "1e3", "x", "99999999999999999999999", '"', "\x00", "é", "\\", ","]

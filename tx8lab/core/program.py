@@ -439,7 +439,9 @@ def group_schedule(group: Op, hw: ChipConfig) -> tuple[Strategy, ScheduleInput, 
     """
     strategy = strategy_of(group)
     settings = StageSettings(
-        multi_buffer=strategy.multi_buffer, retract=bool(group.attrs.get("retract", True))
+        multi_buffer=strategy.multi_buffer,
+        retract=bool(group.attrs.get("retract", True)),
+        max_pipeline_instances=None,  # group-cost accepted this schedule under its knob
     )
     run = run_group(group, strategy, hw, settings, until="sw-pipeline")
     return strategy, run.input, run.timeline

@@ -27,6 +27,11 @@ Readings chosen:
 - ``layout_align_demo``: seed 000's demo IR is an image, so the graph is rebuilt to exercise
   each of its rules once (see :func:`layout_align_demo`); ``batchnorm_demo`` is seed 001's
   BatchNorm_Inference example with its shapes ``4x112x2xC``, C = 129 (> 32) by default.
+- **Bounds.** A parameter value is refused before building when it exceeds
+  :data:`MAX_PARAM` (:data:`MAX_LAYERS` for ``layers``: every layer is built as ops), and
+  the built module when one of its tensors (weights included) would take more than
+  :data:`MAX_TENSOR_BYTES`: ``size=100000`` names the tensor and its bytes at once
+  instead of scheduling for hours. The limits are far above the real networks' sizes.
 """
 
 from __future__ import annotations
@@ -39,9 +44,19 @@ from typing import Any
 import numpy as np
 
 from tx8lab.core.builder import Builder
-from tx8lab.core.dtypes import FLOAT_DTYPES
-from tx8lab.core.ir import Module, Value
+from tx8lab.core.dtypes import FLOAT_DTYPES, bits_of
+from tx8lab.core.ir import Module, TensorType, Value
 from tx8lab.errors import Tx8labError
+
+#: The largest value of an integer parameter (dims, batch, vocabulary: 131072 covers the
+#: real networks, e.g. a 128k vocabulary).
+MAX_PARAM = 1 << 17
+
+#: The largest ``layers`` (each layer is tens of ops; LLaMA-7B has 32, BERT-base 12).
+MAX_LAYERS = 256
+
+#: The largest tensor a zoo model may have, in bytes (4 GiB; LLaMA-7B's largest is 262 MB).
+MAX_TENSOR_BYTES = 1 << 32
 
 #: One parameter: (default, type, help).
 ParamSpec = tuple[Any, type, str]
@@ -127,6 +142,12 @@ class ZooModel:
                 raise Tx8labError(
                     f"model {self.name!r}: parameter {key!r} must be >= 1, got {value}"
                 )
+            cap = MAX_LAYERS if key == "layers" else MAX_PARAM
+            if kind is int and value > cap:
+                raise Tx8labError(
+                    f"model {self.name!r}: parameter {key!r}={value} is above the zoo's "
+                    f"limit {cap:,}; give a smaller value"
+                )
             if key == "dtype" and value not in FLOAT_DTYPES:
                 raise Tx8labError(
                     f"model {self.name!r}: parameter 'dtype' must be one of "
@@ -136,8 +157,32 @@ class ZooModel:
         return values
 
     def build(self, **kwargs: Any) -> Module:
-        """The verified module for these parameters (strings are converted)."""
-        return self.builder(**self.resolve(**kwargs))
+        """The verified module for these parameters (strings are converted).
+
+        Raises:
+            Tx8labError: a bad or out-of-bounds parameter, or a tensor above
+                :data:`MAX_TENSOR_BYTES` (module docstring, **Bounds**).
+        """
+        values = self.resolve(**kwargs)
+        module = self.builder(**values)
+        _check_tensor_bytes(self.name, module)
+        return module
+
+
+def _check_tensor_bytes(model: str, module: Module) -> None:
+    """Refuse ``module`` when a tensor of its main function exceeds MAX_TENSOR_BYTES."""
+    for op in module.walk():
+        for value in op.results:
+            t = value.type
+            if not isinstance(t, TensorType):
+                continue
+            size = t.num_elements * bits_of(t.dtype) // 8
+            if size > MAX_TENSOR_BYTES:
+                raise Tx8labError(
+                    f"model {model!r}: {op.label} makes {t} ({size:,} B), above the zoo's "
+                    f"limit of {MAX_TENSOR_BYTES:,} B per tensor; give smaller --model-arg "
+                    "values (size, seq, batch, hidden...)"
+                )
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -749,4 +794,4 @@ def build(name: str, /, **kwargs: Any) -> Module:
     return model.build(**kwargs)
 
 
-__all__ = ["MODELS", "ZooModel", "build"]
+__all__ = ["MAX_LAYERS", "MAX_PARAM", "MAX_TENSOR_BYTES", "MODELS", "ZooModel", "build"]

@@ -124,6 +124,7 @@ from tx8lab.core.schedule.stages import (
     StageSettings,
     run_group,
 )
+from tx8lab.core.schedule.sw_pipeline import DEFAULT_MAX_INSTANCES
 from tx8lab.core.schedule.tasks import Strategy
 from tx8lab.core.schedule.template_cache import TemplateCache
 from tx8lab.core.simulate import simulate_schedule
@@ -187,6 +188,14 @@ class GroupCost(Pass):
         "exchanges, shared loads)",
     )
     """The module docstring's "NoC reductions" (``--set group-cost.noc=false``: none)."""
+    max_pipeline_instances: int = knob(
+        DEFAULT_MAX_INSTANCES,
+        "task instances a group's software pipeline may unroll (tile iterations x tasks); "
+        "a larger group is refused",
+        min=1,
+    )
+    """sw-pipeline's budget (:func:`~tx8lab.core.schedule.sw_pipeline.check_instances`):
+    a huge tensor refuses with the group and the count instead of unrolling for hours."""
 
     def run(self, module: Module, hw: ChipConfig) -> PassResult:
         return self.run_with(module, hw, PassContext())
@@ -289,6 +298,7 @@ class GroupCost(Pass):
             best_fallback=True,
             alloc_nodes=self.alloc_nodes,
             noc=self.noc,
+            max_pipeline_instances=self.max_pipeline_instances,
         )
 
     def _schedule(

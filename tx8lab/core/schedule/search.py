@@ -163,8 +163,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from tx8lab._bulk import gc_paused
 from tx8lab.core.attrs import TAG_DDR
+from tx8lab.core.dtypes import bits_of
 from tx8lab.core.grouping import is_compute
-from tx8lab.core.ir import TERMINATORS, Op
+from tx8lab.core.ir import TERMINATORS, Op, TensorType
 from tx8lab.core.ops import get_op_def
 from tx8lab.core.ops.registry import effective_split
 from tx8lab.core.schedule.chip_cuts import ChipCut, with_chips
@@ -201,6 +202,7 @@ from tx8lab.core.schedule.stages import (
     StageSettings,
     run_group,
 )
+from tx8lab.core.schedule.sw_pipeline import DEFAULT_MAX_INSTANCES
 from tx8lab.core.schedule.tasks import NocReduce, OpStrategy, ScheduleInput, Strategy
 from tx8lab.errors import SpmOverflow, Tx8labError
 from tx8lab.hw.config import ChipConfig
@@ -1122,6 +1124,31 @@ class _Search:
             )
 
 
+def pipeline_floor(group: Op, hw: ChipConfig) -> tuple[int, str]:
+    """A lower bound of the task instances any strategy's pipeline unrolls on one tile.
+
+    The largest tensor a compute op of the body reads or writes passes through the SPM of
+    the system's tiles, at most ``spm_usable_bytes`` per tile at a time and each piece by
+    one task at least: ``ceil(bytes / (spm_usable_bytes * tile_count))``. Returns that
+    bound and the tensor that sets it (for the message). Counting needs no strategy, so
+    a huge group is refused before its candidates are built.
+    """
+    largest, what = 0, "no tensor"
+    for op in group.regions[0].ops:
+        if not is_compute(op):
+            continue
+        for role, values in (("operand", op.operands), ("result", op.results)):
+            for value in values:
+                t = value.type
+                if not isinstance(t, TensorType):
+                    continue
+                size = t.num_elements * bits_of(t.dtype) // 8
+                if size > largest:
+                    largest, what = size, f"{op.label}'s {role} {t}"
+    room = max(hw.tile.spm_usable_bytes, 1) * max(hw.tile_count, 1)
+    return -(-largest // room), what
+
+
 def iter_search(
     group: Op,
     hw: ChipConfig,
@@ -1139,6 +1166,7 @@ def iter_search(
     timer: GroupTimer | None = None,
     simulate_top: int = SIMULATE_TOP,
     noc: bool = False,
+    max_pipeline_instances: int | None = DEFAULT_MAX_INSTANCES,
 ) -> Iterator[SearchResult]:
     """Anytime search: yields a :class:`SearchResult` after each candidate (best so far).
 
@@ -1154,8 +1182,24 @@ def iter_search(
     if group.kind != "tx8be.Group" or not group.regions:
         raise Tx8labError(f"search needs a tx8be.Group op with a body, got {group.label}")
     settings = StageSettings(
-        multi_buffer, retract, alloc, alloc_time_limit_s, True, alloc_nodes, noc=noc
+        multi_buffer,
+        retract,
+        alloc,
+        alloc_time_limit_s,
+        True,
+        alloc_nodes,
+        noc=noc,
+        max_pipeline_instances=max_pipeline_instances,
     )
+    if max_pipeline_instances is not None:
+        floor, what = pipeline_floor(group, hw)
+        if floor > max_pipeline_instances:
+            raise Tx8labError(
+                f"group %{group.id}: {what} takes at least {floor:,} loads into the "
+                f"{hw.tile_count} tiles' SPM, so every strategy's software pipeline unrolls "
+                f"more than max_pipeline_instances={max_pipeline_instances:,} task instances; "
+                "make the tensors smaller, or raise --set group-cost.max_pipeline_instances=N"
+            )
     if simulate_top < 1:
         raise Tx8labError(f"search: simulate_top={simulate_top}; simulate at least 1 candidate")
     search = _Search(group, hw, mode, budget_s, settings, chips, timer, simulate_top, budget, noc)
@@ -1202,6 +1246,7 @@ def search_group(
     timer: GroupTimer | None = None,
     simulate_top: int = SIMULATE_TOP,
     noc: bool = False,
+    max_pipeline_instances: int | None = DEFAULT_MAX_INSTANCES,
 ) -> SearchResult:
     """Run :func:`iter_search` to the end; the result with every candidate and the best.
 
@@ -1228,6 +1273,7 @@ def search_group(
         timer=timer,
         simulate_top=simulate_top,
         noc=noc,
+        max_pipeline_instances=max_pipeline_instances,
     )
     with gc_paused():  # every OK candidate's run survives: see tx8lab._bulk
         last = next(results)
@@ -1325,6 +1371,7 @@ def schedule_group(
         timer=timer,
         simulate_top=simulate_top,
         noc=noc,
+        max_pipeline_instances=settings.max_pipeline_instances,
     )
     best = found.best
     assert best is not None

@@ -259,8 +259,8 @@ def read_problem(path: str | Path, *, max_buffers: int = MAX_BUFFERS) -> Problem
     if len(body) > max_buffers:
         raise Tx8labError(
             f"{path}: {len(body)} buffers, more than the {max_buffers} the allocator takes "
-            "(its search grows with the buffer count); split the problem, or call "
-            "read_problem(path, max_buffers=N)"
+            "(its search grows with the buffer count); split the problem, or raise the "
+            "limit (tx8lab alloc --max-buffers N; read_problem(path, max_buffers=N))"
         )
     header = [name.strip().lower() for name in header_raw]
     inclusive_end = "end" in header and "upper" not in header
@@ -499,19 +499,28 @@ def first_fit(
     aligned = alignments or {}
     starts = [lifetimes[i].lower for i in order if _is_live(lifetimes[i])]
     if all(a <= b for a, b in itertools.pairwise(starts)):
-        return _first_fit_by_start(lifetimes, order, aligned)
+        by_start = _first_fit_by_start(lifetimes, order, aligned)
+        assert by_start is not None  # no deadline
+        return by_start
     if len(lifetimes) <= _SMALL:
         return _first_fit_small(lifetimes, order, aligned)
-    return _first_fit_arrays(lifetimes, order, aligned)
+    offsets = _first_fit_arrays(lifetimes, order, aligned)
+    assert offsets is not None  # no deadline
+    return offsets
 
 
 def _first_fit_by_start(
-    lifetimes: Sequence[Lifetime], order: Sequence[int], aligned: Mapping[str, int]
-) -> dict[str, int]:
+    lifetimes: Sequence[Lifetime],
+    order: Sequence[int],
+    aligned: Mapping[str, int],
+    deadline: float | None = None,
+) -> dict[str, int] | None:
     """:func:`first_fit` of an order by start time (the seed's): a sweep over time.
 
     A placed lifetime that ended by the current one's start ends before every later one
-    starts too, so only the ones still live are walked (kept sorted by offset).
+    starts too, so only the ones still live are walked (kept sorted by offset). With a
+    ``deadline`` the clock is read every :data:`_CLOCK_EVERY` placements and None
+    returned once it passed.
     """
     offsets = {lt.id: 0 for lt in lifetimes if not _is_live(lt)}
     live: list[tuple[int, int, int, int]] = []
@@ -520,6 +529,8 @@ def _first_fit_by_start(
         lt = lifetimes[i]
         if not _is_live(lt):
             continue
+        if deadline is not None and placed % _CLOCK_EVERY == 0 and time.perf_counter() >= deadline:
+            return None
         lower, size = lt.lower, lt.size
         if live and min(p[3] for p in live) <= lower:
             live = [p for p in live if p[3] > lower]
@@ -530,9 +541,16 @@ def _first_fit_by_start(
 
 
 def _first_fit_arrays(
-    lifetimes: Sequence[Lifetime], order: Sequence[int], aligned: Mapping[str, int]
-) -> dict[str, int]:
-    """:func:`first_fit` on numpy arrays (many lifetimes)."""
+    lifetimes: Sequence[Lifetime],
+    order: Sequence[int],
+    aligned: Mapping[str, int],
+    deadline: float | None = None,
+) -> dict[str, int] | None:
+    """:func:`first_fit` on numpy arrays (many lifetimes).
+
+    Quadratic in the lifetimes: with a ``deadline`` (a ``time.perf_counter()`` value) the
+    clock is read every :data:`_CLOCK_EVERY` placements and None returned once it passed.
+    """
     offsets = {lt.id: 0 for lt in lifetimes if not _is_live(lt)}
     # placed intervals as arrays: one vectorised overlap test per placement (numpy)
     n = len(lifetimes)
@@ -545,6 +563,8 @@ def _first_fit_arrays(
         lt = lifetimes[i]
         if not _is_live(lt):
             continue
+        if deadline is not None and m % _CLOCK_EVERY == 0 and time.perf_counter() >= deadline:
+            return None
         align = _alignment(aligned, lt)
         hit = (p_lower[:m] < lt.upper) & (lt.lower < p_upper[:m])
         lo, hi = p_lo[:m][hit], p_hi[:m][hit]
@@ -564,6 +584,9 @@ def _first_fit_arrays(
         m += 1
     return {lt.id: offsets[lt.id] for lt in lifetimes}
 
+
+#: Placements between two reads of the clock in a first fit that has a deadline.
+_CLOCK_EVERY = 256
 
 #: Up to this many lifetimes :func:`first_fit` walks plain lists: numpy's per-call cost is
 #: more than the whole walk for the few buffers of most groups (the same offsets).
@@ -781,18 +804,47 @@ def _check_inputs(
 
 
 def _greedy(
-    lifetimes: Sequence[Lifetime], aligned: Mapping[str, int]
+    lifetimes: Sequence[Lifetime],
+    aligned: Mapping[str, int],
+    deadline: float | None = None,
+    time_limit_s: float = 0.0,
 ) -> tuple[dict[str, int], int]:
-    """The lowest-peak first fit over a few classic orders (start, size, area)."""
+    """The lowest-peak first fit over a few classic orders (start, size, area).
+
+    With a ``deadline`` the clock is read inside each first fit: the orders by size and
+    area are left out once it passed, and when even the first (by start, a sweep over
+    time) cannot finish by then the problem is refused, naming its size.
+    """
     idx = range(len(lifetimes))
-    orders = [
-        seed_order(lifetimes),
-        sorted(idx, key=lambda i: (-lifetimes[i].size, lifetimes[i].lower)),
-        sorted(idx, key=lambda i: -lifetimes[i].size * (lifetimes[i].upper - lifetimes[i].lower)),
-    ]
     best: tuple[dict[str, int], int] | None = None
-    for order in orders:
-        offsets = first_fit(lifetimes, order, aligned)
+    for k in range(3):
+        if k == 0:
+            order = seed_order(lifetimes)
+        elif deadline is not None and time.perf_counter() >= deadline:
+            break
+        elif k == 1:
+            order = sorted(idx, key=lambda i: (-lifetimes[i].size, lifetimes[i].lower))
+        else:
+            order = sorted(
+                idx, key=lambda i: -lifetimes[i].size * (lifetimes[i].upper - lifetimes[i].lower)
+            )
+        offsets: dict[str, int] | None
+        if deadline is None or len(lifetimes) <= _SMALL:
+            offsets = first_fit(lifetimes, order, aligned)
+        else:
+            starts = [lifetimes[i].lower for i in order if _is_live(lifetimes[i])]
+            if all(a <= b for a, b in itertools.pairwise(starts)):
+                offsets = _first_fit_by_start(lifetimes, order, aligned, deadline)
+            else:
+                offsets = _first_fit_arrays(lifetimes, order, aligned, deadline)
+        if offsets is None:
+            if best is None:
+                raise Tx8labError(
+                    f"SPM allocation (best): the first greedy packing of {len(lifetimes):,} "
+                    f"buffers did not finish within the time limit of {time_limit_s:g} s; "
+                    "raise the time limit (tx8lab alloc --time-limit S) or use strategy seed"
+                )
+            break
         peak = max((offsets[lt.id] + lt.size for lt in lifetimes), default=0)
         if best is None or peak < best[1]:
             best = (offsets, peak)
@@ -880,13 +932,13 @@ def iter_allocations(
             alignments=aligned,
         )
 
-    greedy_offsets, greedy_peak = _greedy(lts, aligned)
+    greedy_offsets, greedy_peak = _greedy(lts, aligned, deadline, time_limit_s)
     last: Allocation | None = None
     if greedy_peak <= capacity:
         inc.offer(greedy_offsets, greedy_peak)
         last = result()
         yield last
-        if inc.peak <= inc.proven:
+        if inc.peak <= inc.proven or time.perf_counter() >= deadline:
             return
     inst = _instance(lts, aligned)
     unit = inst.unit

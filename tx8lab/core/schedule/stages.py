@@ -43,7 +43,7 @@ from tx8lab.core.schedule.estimate import GroupEstimate, SimEstimate, estimate_g
 from tx8lab.core.schedule.lifetimes import buffer_life, buffer_merge
 from tx8lab.core.schedule.slicing import SliceCache, schedule_input, schedule_live_bytes
 from tx8lab.core.schedule.spm_alloc import Allocation, allocate
-from tx8lab.core.schedule.sw_pipeline import sw_pipeline
+from tx8lab.core.schedule.sw_pipeline import DEFAULT_MAX_INSTANCES, sw_pipeline
 from tx8lab.core.schedule.tasks import Lifetime, ScheduleInput, Strategy, Timeline
 from tx8lab.errors import SpmOverflow, Tx8labError
 from tx8lab.hw.config import ChipConfig
@@ -80,6 +80,9 @@ class StageSettings:
     """Tiles may pass their readers the pieces other tiles computed (a halo) over the NoC
     (slicing's **Exchanges**); False refuses a strategy that needs it (group-cost's
     ``noc=false``)."""
+    max_pipeline_instances: int | None = DEFAULT_MAX_INSTANCES
+    """sw-pipeline refuses a strategy that unrolls to more task instances (None: no bound;
+    group-cost's ``max_pipeline_instances``)."""
 
 
 @dataclass(frozen=True)
@@ -131,7 +134,12 @@ def _data_split(flow: _Flow) -> tuple[ScheduleInput, tuple[str, ...]]:
 
 def _sw_pipeline(flow: _Flow) -> tuple[Timeline, tuple[str, ...]]:
     s = flow.settings
-    timeline = sw_pipeline(flow.done["data-split"], retract=s.retract, multi_buffer=s.multi_buffer)
+    timeline = sw_pipeline(
+        flow.done["data-split"],
+        retract=s.retract,
+        multi_buffer=s.multi_buffer,
+        max_instances=s.max_pipeline_instances,
+    )
     return timeline, (f"{timeline.steps} steps, {timeline.retracted} retracted",)
 
 

@@ -56,6 +56,11 @@ Readings chosen where the seed is vague:
 - ``retracted`` counts task instances placed into a frame that already existed, each
   once (a frame overlaid again at an outer boundary carries instances counted at the
   inner one); so ``steps = instances - retracted``.
+- **Budget.** The expansion unrolls every iteration of every Repeat, so its work and
+  memory grow with the tile's iteration count. :func:`sw_pipeline` counts the instances
+  first (:func:`instance_count`, no unrolling) and refuses more than ``max_instances``
+  (default :data:`DEFAULT_MAX_INSTANCES`; group-cost's ``max_pipeline_instances`` knob),
+  naming the group and the count, instead of running for hours or out of memory.
 """
 
 from __future__ import annotations
@@ -198,6 +203,35 @@ def _chain_root(buffers: Mapping[str, Buffer], start: str, where: str) -> str:
         seen.append(current.in_place_of)
         current = buffers[current.in_place_of]
     return current.id
+
+
+#: Task instances :func:`sw_pipeline` unrolls at most (module docstring, **Budget**);
+#: group-cost's ``max_pipeline_instances`` knob. About a second of work per 100k.
+DEFAULT_MAX_INSTANCES = 1_000_000
+
+
+def instance_count(nodes: Sequence[Node]) -> int:
+    """Task instances the expansion of ``nodes`` makes, counted without unrolling.
+
+    Examples:
+        >>> from tx8lab.core.schedule.tasks import Repeat, Task
+        >>> t = Task("ld", 0, "ld", 5)
+        >>> instance_count((t, Repeat(3, (t, Repeat(1 << 40, (t, t))))))
+        6597069766660
+    """
+    return sum(1 if isinstance(n, Task) else n.times * instance_count(n.body) for n in nodes)
+
+
+def check_instances(inp: ScheduleInput, max_instances: int | None) -> int:
+    """The instance count of ``inp``; refuses one above ``max_instances`` (None: no bound)."""
+    count = instance_count(inp.nodes)
+    if max_instances is not None and count > max_instances:
+        raise Tx8labError(
+            f"group %{inp.group_id}: the software pipeline would unroll {count:,} task "
+            f"instances (max_pipeline_instances={max_instances:,}); split the group's "
+            "tensors smaller, or raise --set group-cost.max_pipeline_instances=N"
+        )
+    return count
 
 
 #: The last few expansions by input (identity) and multi_buffer: the software pipeline,
@@ -493,6 +527,7 @@ def sw_pipeline(
     retract: bool = True,
     multi_buffer: int = 2,
     step_overhead_cycles: int = 0,
+    max_instances: int | None = DEFAULT_MAX_INSTANCES,
 ) -> Timeline:
     """The software pipeline of one group on one tile (see the module docstring).
 
@@ -502,6 +537,8 @@ def sw_pipeline(
             off, every task instance gets a step of its own.
         multi_buffer: buffers per looping value (2 = double buffering).
         step_overhead_cycles: cycles added to every step (a per-frame join).
+        max_instances: refuse an input that unrolls to more task instances (None: no
+            bound; module docstring, **Budget**).
 
     Examples:
         >>> from tx8lab.core.schedule.tasks import Buffer, Repeat, ScheduleInput, Task
@@ -516,6 +553,7 @@ def sw_pipeline(
     if step_overhead_cycles < 0:
         raise Tx8labError(f"step_overhead_cycles={step_overhead_cycles}: use 0 or more")
     tasks = check_input(inp)
+    check_instances(inp, max_instances)
     instances = expand(inp, multi_buffer)
     it = iter(instances)
     part = _pipeline(inp.nodes, it, retract)
@@ -598,13 +636,16 @@ def format_timeline(timeline: Timeline) -> str:
 
 
 __all__ = [
+    "DEFAULT_MAX_INSTANCES",
     "Instance",
     "Memory",
     "Use",
     "check_input",
+    "check_instances",
     "engines_pipeline",
     "expand",
     "format_timeline",
+    "instance_count",
     "step_bounds",
     "sw_pipeline",
 ]

@@ -65,8 +65,10 @@ from tx8lab.kernels.flash_attention.stream import (
 )
 from tx8lab.kernels.flash_attention.templates import choose_backward_template
 from tx8lab.kernels.flash_attention.timeline import (
+    MAX_BLOCK_PAIRS,
     FaConfig,
     check_config,
+    check_size,
     split_units,
     vector_op,
 )
@@ -326,9 +328,16 @@ def build_fag_tile(
     return ts
 
 
-def fag_model(cfg: FaConfig, hw: ChipConfig) -> FagModel:
-    """The modelled FA backward: every tile simulated, the slowest reported."""
+def fag_model(
+    cfg: FaConfig, hw: ChipConfig, *, max_block_pairs: int | None = MAX_BLOCK_PAIRS
+) -> FagModel:
+    """The modelled FA backward: every tile simulated, the slowest reported.
+
+    Raises:
+        FaTooLarge: more block pairs than ``max_block_pairs`` (forward's ``check_size``).
+    """
     check_config(cfg, "FAG")
+    check_size(cfg, max_block_pairs, "FAG")
     need = fag_spm_bytes(cfg)
     usable = hw.tile.spm_usable_bytes
     if need > usable:

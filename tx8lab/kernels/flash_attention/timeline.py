@@ -671,9 +671,45 @@ def check_config(cfg: FaConfig, what: str = "FA") -> None:
         raise Tx8labError(f"{what} ddr_tiles must be >= 1 (or None), got {cfg.ddr_tiles}")
 
 
-def model(cfg: FaConfig, hw: ChipConfig) -> FaModel:
-    """The modelled FA forward on the chip: every tile simulated, the slowest one reported."""
+#: Block pairs (heads x row blocks x column blocks) :func:`model` and the backward model
+#: play at most; ``tx8lab fa --max-block-pairs``. Every pair is a few commands on a tile
+#: (about 0.2 ms and 10 KiB each), so this bounds a model to seconds and a few hundred MB.
+MAX_BLOCK_PAIRS = 1 << 16
+
+
+class FaTooLarge(Tx8labError):
+    """A shape and tiling with more block pairs than the budget (:func:`check_size`)."""
+
+
+def check_size(
+    cfg: FaConfig, max_block_pairs: int | None = MAX_BLOCK_PAIRS, what: str = "FA"
+) -> int:
+    """The block pairs of ``cfg``, refused above ``max_block_pairs`` (None: no bound).
+
+    B x N1 x row blocks x column blocks (the pairs a causal mask skips counted too),
+    counted before anything is built.
+    """
+    br, bc = cfg.block
+    pairs = cfg.b * cfg.n1 * -(-cfg.s1 // br) * -(-cfg.keys // bc)
+    if max_block_pairs is not None and pairs > max_block_pairs:
+        raise FaTooLarge(
+            f"{what} shape B={cfg.b} N={cfg.n1} S1={cfg.s1} S2={cfg.keys} at block {br}x{bc}: "
+            f"{pairs:,} block pairs to model, above max_block_pairs={max_block_pairs:,}; "
+            "take larger blocks or a smaller shape, or raise --max-block-pairs"
+        )
+    return pairs
+
+
+def model(
+    cfg: FaConfig, hw: ChipConfig, *, max_block_pairs: int | None = MAX_BLOCK_PAIRS
+) -> FaModel:
+    """The modelled FA forward on the chip: every tile simulated, the slowest one reported.
+
+    Raises:
+        FaTooLarge: more block pairs than ``max_block_pairs`` (:func:`check_size`).
+    """
     check_config(cfg)
+    check_size(cfg, max_block_pairs)
     usable = hw.tile.spm_usable_bytes
     resident = cfg.kv_resident
     if resident is None:
@@ -828,18 +864,34 @@ def candidates(cfg: FaConfig, sizes: tuple[int, ...] = (128, 256, 512)) -> Itera
 
 
 def search(
-    cfg: FaConfig, hw: ChipConfig, sizes: tuple[int, ...] = (128, 256, 512)
+    cfg: FaConfig,
+    hw: ChipConfig,
+    sizes: tuple[int, ...] = (128, 256, 512),
+    *,
+    max_block_pairs: int | None = MAX_BLOCK_PAIRS,
 ) -> tuple[FaModel, list[FaModel]]:
-    """The best modelled tiling (lowest latency) and every feasible one tried."""
+    """The best modelled tiling (lowest latency) and every feasible one tried.
+
+    A candidate above ``max_block_pairs`` is left out; when every one is, the error of
+    the one with the fewest pairs is raised.
+    """
     check_config(cfg)
     tried: list[FaModel] = []
+    too_large: list[tuple[int, FaTooLarge]] = []
     for cand in candidates(cfg, sizes):
         try:
-            tried.append(model(cand, hw))
+            check_size(cand, max_block_pairs)
+        except FaTooLarge as err:
+            too_large.append((check_size(cand, None), err))
+            continue
+        try:
+            tried.append(model(cand, hw, max_block_pairs=None))
         except Tx8labError as err:
             if "SPM" not in str(err):
                 raise
             continue  # does not fit SPM
+    if not tried and too_large:
+        raise min(too_large, key=lambda t: t[0])[1]
     if not tried:
         raise Tx8labError(f"FA search: no tiling of {sizes} fits the SPM for {cfg}")
     best = min(tried, key=lambda m: (m.latency_ms, m.config.block))
@@ -849,15 +901,18 @@ def search(
 __all__ = [
     "BOARD",
     "ENGINES",
+    "MAX_BLOCK_PAIRS",
     "READINGS",
     "SCHEDULES",
     "FaConfig",
     "FaModel",
+    "FaTooLarge",
     "board_config",
     "build_tile",
     "calibration",
     "candidates",
     "check_config",
+    "check_size",
     "model",
     "schedule_name",
     "search",
