@@ -13,7 +13,7 @@ ONNX_FIXTURES := tests/fixtures_onnx.txt
 MLIR_APT_PKGS := mlir-22-tools mlir-19-tools mlir-16-tools
 SYSDEPS_STAMP := $(VENV)/.sysdeps.stamp
 
-.PHONY: all venv sysdeps test lab bench lint clean distclean
+.PHONY: all venv sysdeps test fuzz lab bench lint clean distclean
 
 all: test
 
@@ -85,6 +85,10 @@ $(SYSDEPS_STAMP): Makefile
 # (plain `pytest` leaves them out); a `-m` in PYTEST_ARGS comes later and wins.
 test: $(VENV)/.stamp sysdeps
 	$(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
+
+# the adversarial corpus with ten times the default fuzzing (TX8LAB_FUZZ_EXAMPLES scales it)
+fuzz: $(VENV)/.stamp
+	TX8LAB_FUZZ_EXAMPLES=$${TX8LAB_FUZZ_EXAMPLES:-10} $(PY) -m pytest -q tests/adversarial $(PYTEST_ARGS)
 
 lab: $(VENV)/.stamp
 	$(VENV)/bin/jupyter lab notebooks/00_tour.ipynb
