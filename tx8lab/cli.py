@@ -175,8 +175,14 @@ def _show(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def _load(args: argparse.Namespace) -> tuple[Any, str, dict[str, str]]:
-    """(module, model name, model args) for ``run``'s MODEL argument."""
+def _load(
+    args: argparse.Namespace, max_fold_bytes: int | None = None
+) -> tuple[Any, str, dict[str, str]]:
+    """(module, model name, model args) for ``run``'s MODEL argument.
+
+    ``max_fold_bytes``: the ONNX import's folding bound, the pipeline's
+    ``fold-constants.max_bytes`` (so ``--set fold-constants.max_bytes=...`` bounds both).
+    """
     source: str = args.model
     model_args = _pairs(args.model_arg, "--model-arg", "layers=2")
     shapes = _pairs(args.input_shape, "--input-shape", "input=1x3x224x224")
@@ -199,9 +205,14 @@ def _load(args: argparse.Namespace) -> tuple[Any, str, dict[str, str]]:
         from tx8lab.core.frontends.onnx import load
 
         input_shapes = {k: _shape(k, v) for k, v in shapes.items()}
+        fold = {} if max_fold_bytes is None else {"max_fold_bytes": max_fold_bytes}
         try:
-            return load(path, input_shapes=input_shapes or None), source, {}
+            return load(path, input_shapes=input_shapes or None, **fold), source, {}
         except Tx8labError as err:
+            if "max_fold_bytes" in str(err):
+                raise Tx8labError(
+                    f"{err} (on the command line: --set fold-constants.max_bytes=N)"
+                ) from None
             if "input_shapes" not in str(err):
                 raise
             raise Tx8labError(
@@ -299,7 +310,8 @@ def _run(args: argparse.Namespace, out: TextIO, outputs: Outputs) -> int:
     trace_tmp = outputs.file("--trace", args.trace) if args.trace is not None else None
     report_tmp = outputs.file("--report", args.report) if args.report is not None else None
     c_dir = outputs.directory("--emit-c", args.emit_c) if args.emit_c is not None else None
-    module, model, model_args = _load(args)
+    fold = next((p for p in pipeline if p.name == "fold-constants"), None)
+    module, model, model_args = _load(args, getattr(fold, "max_bytes", None))
     _check_max_ops(module, args)
     dump = args.print_ir_after_all
     table = sys.stderr if dump else out

@@ -961,6 +961,30 @@ def test_cli_one_line(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert "Traceback" not in captured.err + captured.out
 
 
+def test_the_fold_constants_knob_bounds_the_import_on_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a 4 MiB ConstantOfShape (1024 x 1024 f32) over the default 1 MiB, within 8 MiB
+    from tx8lab.cli import main
+
+    m = model(
+        [
+            node("ConstantOfShape", ["s"], ["c"], value=helper.make_tensor("v", F, [1], [2.0])),
+            helper.make_node("Mul", ["x", "c"], ["y"]),
+        ],
+        inputs=[vi("x", F, (1024, 1024))],
+        outputs=[vi("y", F, (1024, 1024))],
+        inits=[const("s", [1024, 1024])],
+    )
+    path = tmp_path / "cos.onnx"
+    onnx.save(m, str(path))
+    assert main(["run", str(path), "--until", "dce"]) == 2
+    err = capsys.readouterr().err
+    assert "4.0 MiB" in err, err
+    assert "--set fold-constants.max_bytes=N" in err, err
+    assert main(["run", str(path), "--until", "dce", "--set", "fold-constants.max_bytes=8Mi"]) == 0
+
+
 # ---------------------------------------------------------------------- fuzzing
 
 SCALE = int(os.environ.get("TX8LAB_FUZZ_EXAMPLES", "1"))
