@@ -64,11 +64,7 @@ def is_broadcast(op: Op) -> bool:
         >>> is_broadcast(ops["tx8be.Add"]), is_broadcast(ops["tx8be.Where"])
         (True, False)
     """
-    from tx8lab.core.ops import get_op_def
-
-    if len(op.operands) < 2 or not op.results:
-        return False
-    if not getattr(get_op_def(op.kind), "v_vs", False):
+    if op.kind not in _V_VS_KINDS or len(op.operands) < 2 or not op.results:
         return False
     out = op.results[0].type.shape
     return any(v.type.shape != out for v in op.operands)
@@ -78,8 +74,6 @@ class BinaryOp(OpDef):
     """A broadcasting binary op; subclasses set ``kind`` and ``fn``."""
 
     window_compute = True
-    v_vs: ClassVar[bool] = True
-    """A V_VS op when an operand is broadcast (:func:`is_broadcast`)."""
 
     family = "elementwise"
     num_operands = 2
@@ -224,6 +218,10 @@ class Compare(BinaryOp):
         a, b = (f32(x) for x in inputs)
         with np.errstate(all="ignore"):
             return (np.asarray(_COMPARE[op.attrs["mode"]](a, b)),)
+
+
+#: The broadcasting binary ops: V_VS ops when an operand is broadcast (:func:`is_broadcast`).
+_V_VS_KINDS = frozenset(c.kind for c in (Add, Sub, Mul, Div, Max, Min, Pow, Compare))
 
 
 class Where(OpDef):
