@@ -496,17 +496,29 @@ def first_fit(
         >>> first_fit(lts, [0, 1, 2])
         {'a': 0, 'b': 8, 'c': 0}
     """
-    aligned = alignments or {}
-    starts = [lifetimes[i].lower for i in order if _is_live(lifetimes[i])]
-    if all(a <= b for a, b in itertools.pairwise(starts)):
-        by_start = _first_fit_by_start(lifetimes, order, aligned)
-        assert by_start is not None  # no deadline
-        return by_start
-    if len(lifetimes) <= _SMALL:
-        return _first_fit_small(lifetimes, order, aligned)
-    offsets = _first_fit_arrays(lifetimes, order, aligned)
+    offsets = _first_fit(lifetimes, order, alignments or {})
     assert offsets is not None  # no deadline
     return offsets
+
+
+def _first_fit(
+    lifetimes: Sequence[Lifetime],
+    order: Sequence[int],
+    aligned: Mapping[str, int],
+    deadline: float | None = None,
+) -> dict[str, int] | None:
+    """:func:`first_fit`, or None once ``deadline`` (a ``time.perf_counter()``) passed.
+
+    A problem of up to :data:`_SMALL` lifetimes never reads the clock.
+    """
+    if len(lifetimes) <= _SMALL:
+        deadline = None
+    starts = [lifetimes[i].lower for i in order if _is_live(lifetimes[i])]
+    if all(a <= b for a, b in itertools.pairwise(starts)):
+        return _first_fit_by_start(lifetimes, order, aligned, deadline)
+    if len(lifetimes) <= _SMALL:
+        return _first_fit_small(lifetimes, order, aligned)
+    return _first_fit_arrays(lifetimes, order, aligned, deadline)
 
 
 def _first_fit_by_start(
@@ -816,27 +828,18 @@ def _greedy(
     time) cannot finish by then the problem is refused, naming its size.
     """
     idx = range(len(lifetimes))
+    orders: tuple[Callable[[], Sequence[int]], ...] = (
+        lambda: seed_order(lifetimes),
+        lambda: sorted(idx, key=lambda i: (-lifetimes[i].size, lifetimes[i].lower)),
+        lambda: sorted(
+            idx, key=lambda i: -lifetimes[i].size * (lifetimes[i].upper - lifetimes[i].lower)
+        ),
+    )  # made one by one: the later sorts are skipped once the deadline passed
     best: tuple[dict[str, int], int] | None = None
-    for k in range(3):
-        if k == 0:
-            order = seed_order(lifetimes)
-        elif deadline is not None and time.perf_counter() >= deadline:
+    for k, make_order in enumerate(orders):
+        if k and deadline is not None and time.perf_counter() >= deadline:
             break
-        elif k == 1:
-            order = sorted(idx, key=lambda i: (-lifetimes[i].size, lifetimes[i].lower))
-        else:
-            order = sorted(
-                idx, key=lambda i: -lifetimes[i].size * (lifetimes[i].upper - lifetimes[i].lower)
-            )
-        offsets: dict[str, int] | None
-        if deadline is None or len(lifetimes) <= _SMALL:
-            offsets = first_fit(lifetimes, order, aligned)
-        else:
-            starts = [lifetimes[i].lower for i in order if _is_live(lifetimes[i])]
-            if all(a <= b for a, b in itertools.pairwise(starts)):
-                offsets = _first_fit_by_start(lifetimes, order, aligned, deadline)
-            else:
-                offsets = _first_fit_arrays(lifetimes, order, aligned, deadline)
+        offsets = _first_fit(lifetimes, make_order(), aligned, deadline)
         if offsets is None:
             if best is None:
                 raise Tx8labError(
