@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from tx8lab.core.dtypes import check_dtype
+from tx8lab.core.dtypes import bits_of, check_dtype
 from tx8lab.errors import Tx8labError
 
 DIALECT = "tx8be"
@@ -71,6 +71,11 @@ class TensorType:
         for d in self.shape:
             count *= d
         return count
+
+    @property
+    def dense_bytes(self) -> int:
+        """Bytes the tensor takes stored densely (i1: one byte per element, as in memory)."""
+        return self.num_elements * max(bits_of(self.dtype), 8) // 8
 
     def with_shape(self, shape: Sequence[int]) -> TensorType:
         """The same element type with another shape."""

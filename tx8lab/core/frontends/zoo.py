@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from tx8lab.core.builder import Builder
-from tx8lab.core.dtypes import FLOAT_DTYPES, bits_of
+from tx8lab.core.dtypes import FLOAT_DTYPES
 from tx8lab.core.ir import Module, TensorType, Value
 from tx8lab.errors import Tx8labError
 
@@ -176,7 +176,7 @@ def _check_tensor_bytes(model: str, module: Module) -> None:
             t = value.type
             if not isinstance(t, TensorType):
                 continue
-            size = t.num_elements * bits_of(t.dtype) // 8
+            size = t.dense_bytes
             if size > MAX_TENSOR_BYTES:
                 raise Tx8labError(
                     f"model {model!r}: {op.label} makes {t} ({size:,} B), above the zoo's "

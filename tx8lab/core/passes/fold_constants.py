@@ -33,7 +33,7 @@ import numpy as np
 
 from tx8lab.core.attrs import RandomInit
 from tx8lab.core.builder import make_op
-from tx8lab.core.dtypes import bits_of, round_to
+from tx8lab.core.dtypes import round_to
 from tx8lab.core.ir import TERMINATORS, Block, IdCounter, Module, Op, Value
 from tx8lab.core.ops.registry import Array
 from tx8lab.core.passes.base import Decision, Pass, PassResult, knob
@@ -46,8 +46,8 @@ ValueKey = tuple[int, int, bool]
 
 
 def result_bytes(value: Value) -> int:
-    """Bytes the value takes stored densely (i1: one byte per element, as in memory images)."""
-    return value.type.num_elements * max(bits_of(value.type.dtype), 8) // 8
+    """Bytes the value takes stored densely (:attr:`~tx8lab.core.ir.TensorType.dense_bytes`)."""
+    return value.type.dense_bytes
 
 
 def is_dense_constant(op: Op) -> bool:

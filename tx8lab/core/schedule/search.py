@@ -163,7 +163,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from tx8lab._bulk import gc_paused
 from tx8lab.core.attrs import TAG_DDR
-from tx8lab.core.dtypes import bits_of
 from tx8lab.core.grouping import is_compute
 from tx8lab.core.ir import TERMINATORS, Op, TensorType
 from tx8lab.core.ops import get_op_def
@@ -1142,7 +1141,7 @@ def pipeline_floor(group: Op, hw: ChipConfig) -> tuple[int, str]:
                 t = value.type
                 if not isinstance(t, TensorType):
                     continue
-                size = t.num_elements * bits_of(t.dtype) // 8
+                size = t.dense_bytes
                 if size > largest:
                     largest, what = size, f"{op.label}'s {role} {t}"
     room = max(hw.tile.spm_usable_bytes, 1) * max(hw.tile_count, 1)
