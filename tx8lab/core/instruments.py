@@ -34,7 +34,7 @@ from typing import Any, TextIO
 
 from tx8lab.core.ir import Module
 from tx8lab.core.passes.base import Pass, PassResult, Step
-from tx8lab.core.verify import verify_problems
+from tx8lab.core.verify import first_problem, verify_problems
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
 
@@ -156,10 +156,9 @@ class Verify(Instrument):
             self._input_checked = True
             problems = verify_problems(module)
             if problems:
-                more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
                 raise Tx8labError(
                     f"the input module does not verify (checked before pass {pass_.name}, "
-                    f"step {index}; no pass ran): {problems[0]}{more}"
+                    f"step {index}; no pass ran): {first_problem(problems)}"
                 )
         return None
 
@@ -169,10 +168,9 @@ class Verify(Instrument):
             return
         problems = verify_problems(step.after) + list(step.pass_.check(step.after))
         if problems:
-            more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
             raise Tx8labError(
                 f"pass {step.name} (step {step.index}) produced a module that does not "
-                f"verify: {problems[0]}{more}"
+                f"verify: {first_problem(problems)}"
             )
 
 

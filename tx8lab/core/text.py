@@ -1103,13 +1103,12 @@ def check_input(module: Module, source: str) -> Module:
     Loaders call it before any pass runs, so a problem of the input is never blamed on a
     pass; the message names the source, the op and the first problem.
     """
-    from tx8lab.core.verify import verify_problems
+    from tx8lab.core.verify import first_problem, verify_problems
 
     problems = verify_problems(module)
     if problems:
-        more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
         raise Tx8labError(
-            f"{source}: the input module does not verify: {problems[0]}{more}; fix the input"
+            f"{source}: the input module does not verify: {first_problem(problems)}; fix the input"
         )
     return module
 

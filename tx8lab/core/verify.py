@@ -18,7 +18,7 @@ Readings chosen:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from tx8lab.core.ir import TERMINATORS, Block, Module, Op, TensorType, Value
 from tx8lab.core.ops import OPS
@@ -143,6 +143,17 @@ def verify_problems(module: Module) -> list[str]:
                 problems.append(f"function {func.name}: argument {i} is not owned by it")
         check_block(func.body, {}, f"function {func.name}", "func.return")
     return problems
+
+
+def first_problem(problems: Sequence[str]) -> str:
+    """The first of ``problems`` for a one-line message, with how many more there are.
+
+    Examples:
+        >>> first_problem(["%1 a", "%2 b", "%3 c"])
+        '%1 a (and 2 more problems)'
+    """
+    more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
+    return f"{problems[0]}{more}"
 
 
 def verify(module: Module, post_conditions: Iterable[PostCondition] = ()) -> None:
