@@ -118,31 +118,23 @@ def _pairs(values: Sequence[str] | None, what: str, example: str) -> dict[str, s
     return out
 
 
-def _int(flag: str) -> Callable[[str], int]:
-    """An argparse type: a whole number, the error naming ``flag`` (ranges checked later)."""
-
-    def parse(text: str) -> int:
-        try:
-            return int(text.strip())
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-
-    return parse
+def _whole(text: str) -> int:
+    """An argparse type: a whole number (ranges checked later; argparse names the flag)."""
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
 
 
-def _positive_int(flag: str, minimum: int = 1) -> Callable[[str], int]:
-    """An argparse type: a whole number >= ``minimum``, the error naming ``flag``."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text.strip())
-        except ValueError:
-            value = None
-        if value is None or value < minimum:
-            raise argparse.ArgumentTypeError(f"{text!r}: give a whole number >= {minimum}")
-        return value
-
-    return parse
+def _positive(text: str) -> int:
+    """An argparse type: a whole number >= 1 (argparse names the flag)."""
+    try:
+        value = _whole(text)
+    except argparse.ArgumentTypeError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number >= 1")
+    return value
 
 
 def _shape(name: str, text: str) -> tuple[int, ...]:
@@ -268,7 +260,7 @@ def _add_pipeline_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-ops",
-        type=_positive_int("--max-ops"),
+        type=_positive,
         default=MAX_OPS,
         metavar="N",
         help=f"refuse a module of more ops before any pass runs (default {MAX_OPS:,}; the "
@@ -1039,16 +1031,16 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="what-if: the kernel core joins on cross-engine inputs before issuing",
     )
-    fa.add_argument("--s2", type=_int("--s2"), default=None, help="key length (default S)")
+    fa.add_argument("--s2", type=_whole, default=None, help="key length (default S)")
     fa.add_argument(
         "--kv-heads",
-        type=_int("--kv-heads"),
+        type=_whole,
         default=None,
         help="key/value heads N2 (GQA; a divisor of N)",
     )
     fa.add_argument(
         "--max-block-pairs",
-        type=_positive_int("--max-block-pairs"),
+        type=_positive,
         default=FA_MAX_BLOCK_PAIRS,
         metavar="N",
         help="refuse a shape and tiling with more block pairs (B x N x row blocks x "
