@@ -806,7 +806,6 @@ def _calibrate_cases(
             for r in res
         ]
         report["kernel_cases"] = [r.to_json() for r in cases]
-        assert json_tmp is not None
         json_tmp.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
         out.write(f"report written to {args.json}\n")
     return 0

@@ -72,6 +72,15 @@ class TensorType:
             count *= d
         return count
 
+    def empty_reason(self) -> str:
+        """Why the tensor is empty ('' when no dimension has size 0), for error messages."""
+        if 0 not in self.shape:
+            return ""
+        return (
+            f"{self} is empty (dimension {self.shape.index(0)} has size 0); tx8lab compiles "
+            "tensors whose dimensions are all >= 1"
+        )
+
     @property
     def dense_bytes(self) -> int:
         """Bytes the tensor takes stored densely (i1: one byte per element, as in memory)."""

@@ -526,16 +526,12 @@ class _Parser:
         if m is None:
             self.lex.fail_token(at, where + _bad_tensor_type(text))
         dims = tuple(int(d) for d in m.group(1).split("x") if d)
-        if 0 in dims:
-            self.lex.fail_token(
-                at,
-                f"{where}{text} is empty (dimension {dims.index(0)} has size 0); tx8lab compiles "
-                "tensors whose dimensions are all >= 1",
-            )
         try:
             ttype = TensorType(dims, m.group(2))
         except Tx8labError as err:
             self.lex.fail_token(at, f"{where}{text}: {err}")
+        if ttype.empty_reason():
+            self.lex.fail_token(at, where + ttype.empty_reason())
         if ttype.num_elements > MAX_ELEMENTS:
             self.lex.fail_token(
                 at,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from tx8lab.core.ir import TERMINATORS, Block, Module, Op, TensorType, Value
+from tx8lab.core.ir import TERMINATORS, Block, Module, Op, Value
 from tx8lab.core.ops import OPS
 from tx8lab.errors import Tx8labError
 
@@ -28,16 +28,6 @@ from tx8lab.errors import Tx8labError
 REGION_OPS = frozenset({"tx8be.Group"})
 
 PostCondition = Callable[[Module], Iterable[str]]
-
-
-def _empty(ttype: TensorType) -> str:
-    """Why ``ttype`` is empty ('' when it is not)."""
-    if 0 not in ttype.shape:
-        return ""
-    return (
-        f"{ttype} is empty (dimension {ttype.shape.index(0)} has size 0); tx8lab compiles tensors "
-        "whose dimensions are all >= 1"
-    )
 
 
 def verify_problems(module: Module) -> list[str]:
@@ -53,8 +43,8 @@ def verify_problems(module: Module) -> list[str]:
     ) -> None:
         for index, value in enumerate(block.args):
             scope[value.key] = value
-            if _empty(value.type):
-                problems.append(f"{where}: block argument {index}: {_empty(value.type)}")
+            if value.type.empty_reason():
+                problems.append(f"{where}: block argument {index}: {value.type.empty_reason()}")
         if not block.ops or block.ops[-1].kind != terminator:
             problems.append(f"{where}: block must end with {terminator}")
         for position, op in enumerate(block.ops):
@@ -87,8 +77,8 @@ def verify_problems(module: Module) -> list[str]:
             for index, result in enumerate(op.results):
                 if result.owner != op.id or result.index != index or result.is_arg:
                     problems.append(f"{label}: result {index} is not owned by the op")
-                if _empty(result.type):
-                    problems.append(f"{label}: result {index}: {_empty(result.type)}")
+                if result.type.empty_reason():
+                    problems.append(f"{label}: result {index}: {result.type.empty_reason()}")
             if op.kind in TERMINATORS:
                 continue
             entry = OPS.get(op.kind)
