@@ -347,6 +347,82 @@ def test_tensor_parallel_pays_for_its_chip_to_chip_transfers() -> None:
     assert int(tp.stats["total_cycles"]) < int(GroupCost().run(module, four).stats["total_cycles"])
 
 
+def _with_chip_parallel(name: str, kinds: dict[str, object], **params: object) -> Module:
+    """The zoo model with ``chip_parallel`` on the first op of each kind, then grouped."""
+    module = zoo.build(name, **params)
+    ops = list(module.main.ops)
+    for kind, attr in kinds.items():
+        i = next(i for i, op in enumerate(ops) if op.kind == kind)
+        ops[i] = ops[i].with_attrs(chip_parallel=attr)
+    module = module.with_function(module.main.with_ops(ops))
+    return list(run_pipeline(module, build_pipeline(BEFORE), TX81))[-1].after
+
+
+def test_chip_parallel_on_an_op_cuts_its_group_only() -> None:
+    from tx8lab.core.attrs import ParallelAttr, ParallelMode
+    from tx8lab.core.passes.group_cost import GroupCost
+
+    four = TX81.with_overrides({"num_chips": "4"})
+    attr = ParallelAttr(ParallelMode.DP, dp_dim_x=2, dp_dim_y=2)
+    module = _with_chip_parallel("tiny_cnn", {"tx8be.Conv2d": attr}, batch=16, size=32)
+    marked = [
+        g.id
+        for g in module.main.ops
+        if g.kind == "tx8be.Group" and any("chip_parallel" in op.attrs for op in g.regions[0].ops)
+    ]
+    assert len(marked) == 1
+    result = GroupCost().run(module, four)  # the knobs say dp = tp = 1
+    for e in result.artifacts["groups"]:
+        if e["id"] in marked:
+            # dp = 2 x 2 chips: a quarter of the 16 samples per chip, no transfer
+            assert e["chip_plan"] == "batch"
+            assert e["c2c_cycles"] == 0
+            assert all(v[0] == 4 and set(v[1:]) == {1} for v in e["chips"].values())
+            reason = next(d.reason for d in result.decisions if d.op_id == e["id"])
+            assert "cut across 4 chips (dp 4 x tp 1)" in reason
+        else:
+            assert "chip_plan" not in e
+            assert "chips" not in e
+    # the op asks for more chips than the preset has: the message names the group
+    with pytest.raises(Tx8labError, match=r"%\d+.*dp=4 x tp=1 = 4 chips .* num_chips=1"):
+        GroupCost().run(module, TX81)
+
+
+@pytest.mark.parametrize(
+    ("attr", "pattern"),
+    [
+        ({"parallel": "NONE", "dp_dim_x": 2}, r"dp dims of 2 chips but parallel = NONE; set .* DP"),
+        ({"parallel": "DP", "tp_dim_z": 4}, r"tp dims of 4 chips but parallel = DP; set .* TP"),
+        ({"parallel": "DP", "dp_dim_y": 0}, r"dp_dim_y=0; each dim is >= 1"),
+        (
+            {"parallel": "DP", "dp_dim_x": 2, "sharding_is_given": True},
+            r"sharding_is_given .* not supported",
+        ),
+    ],
+)
+def test_a_chip_parallel_that_contradicts_itself_is_refused(
+    attr: dict[str, object], pattern: str
+) -> None:
+    from tx8lab.core.attrs import ParallelAttr, ParallelMode
+    from tx8lab.core.passes.group_cost import GroupCost
+
+    fields = {**attr, "parallel": ParallelMode(attr["parallel"])}
+    module = _with_chip_parallel("tiny_cnn", {"tx8be.Conv2d": ParallelAttr(**fields)})  # type: ignore[arg-type]
+    with pytest.raises(Tx8labError, match=r"^%\d+ tx8be\.Conv2d: chip_parallel .*" + pattern):
+        GroupCost().run(module, TX81.with_overrides({"num_chips": "4"}))
+
+
+def test_two_ops_of_one_group_that_ask_for_other_chips_are_refused() -> None:
+    from tx8lab.core.attrs import ParallelAttr, ParallelMode
+    from tx8lab.core.passes.group_cost import GroupCost
+
+    one = ParallelAttr(ParallelMode.DP, dp_dim_x=2)
+    two = ParallelAttr(ParallelMode.TP, tp_dim_x=2)
+    module = _with_chip_parallel("tiny_cnn", {"tx8be.Conv2d": one, "tx8be.Relu": two})
+    with pytest.raises(Tx8labError, match=r"asks dp=1 x tp=2 but %\d+ .* asks dp=2 x tp=1"):
+        GroupCost().run(module, TX81.with_overrides({"num_chips": "4"}))
+
+
 def test_more_chips_than_the_preset_is_an_error() -> None:
     module = _grouped("tiny_cnn")
     with pytest.raises(Tx8labError, match=r"dp=2 x tp=2 = 4 chips .* num_chips=1"):

@@ -321,7 +321,7 @@ class AttrSpec:
 COMMON_ATTRS: dict[str, AttrSpec] = {
     "layout_str": AttrSpec(str, "Unknown", "middle-end layout, e.g. Tensor-Tensor-Tensor"),
     "dev_info": AttrSpec(DevInfo, None, "device placement (dev_attr)"),
-    "chip_parallel": AttrSpec(ParallelAttr, None, "split across chips"),
+    "chip_parallel": AttrSpec(ParallelAttr, None, "split across chips (group-cost, per group)"),
     "tile_parallel": AttrSpec(ParallelAttr, None, "split across tiles"),
 }
 

@@ -62,6 +62,14 @@ Readings chosen:
   (replicated) wins; the Decision lists them. Report entries gain ``chips`` (op id ->
   chips per iteration dim), ``chip_plan`` and ``c2c_cycles``; the model total adds the
   chip-to-chip cycles.
+- **``chip_parallel`` on an op** (seed 001's ``parallel_attr`` over chips) sets its group's
+  chips, overriding the ``dp``/``tp`` knobs for that group (:func:`group_chips`): ``dp`` is
+  ``dp_dim_x * dp_dim_y * dp_dim_z``, ``tp`` likewise, and the ``parallel`` mode must name
+  the parallelism the dims use. Reading chosen: the seed gives the attribute's fields but
+  no pass that reads them per op; a group runs as one kernel, so its ops must agree (ops
+  without the attribute follow the ones that have it). ``sharding_is_given`` (a chip cut
+  fixed per dim) is refused: the chip plans cut the batch and the last dim only. An op
+  outside every group (it runs from DDR) carries it without effect.
 - **Simulated cost** (issue 19): ``simulate_top`` > 0 (the default) hands the search the
   program layer's timer (:func:`~tx8lab.core.simulate.simulate_schedule`): the plan ranks
   the candidates, the tile simulator plays the plan's best ``simulate_top`` and the
@@ -204,12 +212,7 @@ class GroupCost(Pass):
         """``run``, reporting the groups done to the runner's progress instruments."""
         from tx8lab.core.schedule.estimate import estimate_model
 
-        if self.dp * self.tp > hw.num_chips:
-            raise Tx8labError(
-                f"group-cost: dp={self.dp} x tp={self.tp} = {self.dp * self.tp} chips but "
-                f"the preset {hw.name!r} has num_chips={hw.num_chips}; lower dp/tp or set "
-                f"--hw-set num_chips={self.dp * self.tp}"
-            )
+        _check_chips("group-cost", self.dp, self.tp, hw)
         entries: list[dict[str, Any]] = []
         decisions: list[Decision] = []
         estimates = []
@@ -249,7 +252,9 @@ class GroupCost(Pass):
                         hits=cache.hits,
                     )
             functions.append(func.with_ops(ops) if ops != list(func.ops) else func)
-        c2c = [int(e.get("c2c_cycles", 0)) for e in entries] if self.tp > 1 else []
+        c2c = [int(e.get("c2c_cycles", 0)) for e in entries]
+        if not any(c2c):
+            c2c = []
         model = estimate_model(estimates, hw, need_barrier=barriers, c2c_cycles=c2c)
         stats: dict[str, int | float | str] = {
             "groups_scheduled": len(entries),
@@ -263,7 +268,7 @@ class GroupCost(Pass):
             "template_hits": cache.hits,
             "template_hit_rate": round(cache.hit_rate, 4),
         }
-        if self.dp * self.tp > 1:
+        if self.dp * self.tp > 1 or any("chip_plan" in e for e in entries):
             stats["chips_dp"] = self.dp
             stats["chips_tp"] = self.tp
             stats["c2c_cycles"] = sum(c2c)
@@ -310,12 +315,14 @@ class GroupCost(Pass):
         from tx8lab.core.schedule.slicing import loop_counts, noc_bytes
         from tx8lab.hw.cost import c2c_all_gather_cycles, c2c_all_reduce_cycles
 
-        settings = (self.search, self.multi_buffer, self.retract, self.alloc)
+        dp, tp = group_chips(group, self.dp, self.tp)
+        _check_chips(group.label, dp, tp, hw)
+        settings = (self.search, self.multi_buffer, self.retract, self.alloc, dp, tp)
         cached = cache.lookup_payload(group, settings)
         if cached is not None:
             return self._reuse(group, cached[0], cached[1], runs)
         ddr_only = group.attrs.get("group_tag") == TAG_DDR
-        cuts = chip_cuts(group, self.dp, self.tp) if self.dp * self.tp > 1 and not ddr_only else []
+        cuts = chip_cuts(group, dp, tp) if dp * tp > 1 and not ddr_only else []
         got = self.schedule_one(group, hw)
         cut: ChipCut | None = None
         c2c = 0
@@ -329,9 +336,9 @@ class GroupCost(Pass):
                 except Tx8labError as exc:
                     tried.append(f"{plan.plan} refused ({str(exc)[:80]})")
                     continue
-                comm = c2c_all_gather_cycles(
-                    plan.gathered_bytes, self.tp, hw
-                ) + c2c_all_reduce_cycles(plan.reduced_bytes, self.tp, hw)
+                comm = c2c_all_gather_cycles(plan.gathered_bytes, tp, hw) + c2c_all_reduce_cycles(
+                    plan.reduced_bytes, tp, hw
+                )
                 tried.append(f"{plan.plan} {alt.run.estimate.cycles} + {comm} C2C")
                 if alt.run.estimate.cycles + comm < got.run.estimate.cycles + c2c:
                     got, cut, c2c = alt, plan, comm
@@ -365,7 +372,7 @@ class GroupCost(Pass):
             ]
             # against the best non-communicating candidate the search ranked the same way
             entry["noc_saved_cycles"] = min(plain) - estimate.cycles if plain else None
-        if self.dp * self.tp > 1:
+        if dp * tp > 1:
             entry["c2c_cycles"] = c2c
             entry["chip_plan"] = cut.plan if cut is not None else "replicated"
         looping = {stage: n for stage, n in loops.items() if n > 1}
@@ -386,7 +393,7 @@ class GroupCost(Pass):
         )
         if cut is not None:
             reason += (
-                f"; cut across {self.dp * self.tp} chips (dp {self.dp} x tp {self.tp})"
+                f"; cut across {dp * tp} chips (dp {dp} x tp {tp})"
                 + f" ({cut.plan} plan)"
                 + (f", C2C {entry['c2c_cycles']} cycles" if entry["c2c_cycles"] else "")
                 + "".join(f"; {n}" for n in cut.notes)
@@ -526,6 +533,72 @@ class GroupCost(Pass):
 
 #: An op reference inside a buffer or lifetime id (``%7``, ``%7.imm``, ``%7:1#2``).
 _OP_REF = re.compile(r"%(\d+)")
+
+
+def group_chips(group: Op, dp: int, tp: int) -> tuple[int, int]:
+    """The group's chips: its ops' ``chip_parallel`` (module docstring), else ``dp``, ``tp``.
+
+    Raises:
+        Tx8labError: an op's ``chip_parallel`` has a dim below 1, a ``parallel`` mode that
+            contradicts its dims or ``sharding_is_given``, or two ops of the group disagree.
+            The message names the op.
+    """
+    from tx8lab.core.attrs import ParallelAttr, ParallelMode
+
+    found: tuple[int, int, Op] | None = None
+    for op in group.regions[0].ops:
+        attr = op.attrs.get("chip_parallel")
+        if attr is None:
+            continue
+        if not isinstance(attr, ParallelAttr):
+            raise Tx8labError(f"{op.label}: chip_parallel must be a #tx8be.parallel_attr")
+        dims = {
+            f"{kind}_dim_{axis}": getattr(attr, f"{kind}_dim_{axis}")
+            for kind in ("dp", "tp")
+            for axis in "xyz"
+        }
+        low = [f"{k}={v}" for k, v in dims.items() if v < 1]
+        if low:
+            raise Tx8labError(f"{op.label}: chip_parallel {', '.join(low)}; each dim is >= 1")
+        chips = (
+            dims["dp_dim_x"] * dims["dp_dim_y"] * dims["dp_dim_z"],
+            dims["tp_dim_x"] * dims["tp_dim_y"] * dims["tp_dim_z"],
+        )
+        uses = {
+            ParallelMode.NONE: (False, False),
+            ParallelMode.DP: (True, False),
+            ParallelMode.TP: (False, True),
+            ParallelMode.DP_TP: (True, True),
+        }[attr.parallel]
+        for name, n, allowed in (("dp", chips[0], uses[0]), ("tp", chips[1], uses[1])):
+            if n > 1 and not allowed:
+                raise Tx8labError(
+                    f"{op.label}: chip_parallel has {name} dims of {n} chips but parallel = "
+                    f"{attr.parallel.value}; set parallel to "
+                    f"{'DP_TP' if chips[0] > 1 and chips[1] > 1 else name.upper()}"
+                )
+        if attr.sharding_is_given:
+            raise Tx8labError(
+                f"{op.label}: chip_parallel sharding_is_given (a chip cut fixed per dim) is "
+                "not supported: the chip plans cut the batch (dp) and the last dim (tp); give "
+                "dp/tp dims and sharding_is_given = false"
+            )
+        if found is not None and found[:2] != chips:
+            raise Tx8labError(
+                f"{op.label}: chip_parallel asks dp={chips[0]} x tp={chips[1]} but "
+                f"{found[2].label} in the same group {group.label} asks dp={found[0]} x "
+                f"tp={found[1]}; a group runs as one kernel, give its ops one chip_parallel"
+            )
+        found = (*chips, op)
+    return (found[0], found[1]) if found is not None else (dp, tp)
+
+
+def _check_chips(who: str, dp: int, tp: int, hw: ChipConfig) -> None:
+    if dp * tp > hw.num_chips:
+        raise Tx8labError(
+            f"{who}: dp={dp} x tp={tp} = {dp * tp} chips but the preset {hw.name!r} has "
+            f"num_chips={hw.num_chips}; lower dp/tp or set --hw-set num_chips={dp * tp}"
+        )
 
 
 def _positions(group: Op) -> tuple[int, ...]:
