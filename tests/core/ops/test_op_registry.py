@@ -208,8 +208,60 @@ def test_channel_norm_alignment_follows_direction() -> None:
         assert OPS[op.kind].align_mode(op) is mode
 
 
-def test_unfilled_stubs_still_raise_not_implemented() -> None:
-    # backWindow belongs to the codegen issue: the stub names the op
+def _rows_read(kind: str, x: TensorType, rows: tuple[int, int], **attrs: Any) -> set[int]:
+    """Brute force: the input rows whose values reach output rows ``rows`` (by compute)."""
+    w = TensorType((2, 3, 3, x.shape[3]), F)
+    op = build(kind, x, w, **attrs) if kind == "Conv2d" else build(kind, x, **attrs)
+    read = set()
+    for r in range(x.shape[1]):
+        data = np.zeros(x.shape, np.float32)
+        data[:, r] = 1.0
+        args = [data] + ([np.ones(w.shape, np.float32)] if kind == "Conv2d" else [])
+        (out,) = OPS[op.kind].compute(op, *args)
+        if np.any(np.asarray(out)[:, rows[0] : rows[1]] != 0):
+            read.add(r)
+    return read
+
+
+@pytest.mark.parametrize(
+    ("kind", "attrs", "rows"),
+    [
+        ("Conv2d", {"pads": (1, 1, 1, 1)}, (4, 8)),
+        ("Conv2d", {"pads": (1, 1, 1, 1)}, (0, 2)),
+        ("Conv2d", {"strides": (2, 2), "pads": (1, 1, 1, 1)}, (3, 5)),
+        ("Conv2d", {"dilations": (2, 2)}, (1, 3)),
+        ("MaxPool2d", {"kernel": (3, 3), "strides": (2, 2), "pads": (1, 1, 1, 1)}, (2, 4)),
+    ],
+)
+def test_back_window_gives_the_input_rows_a_result_window_reads(
+    kind: str, attrs: dict[str, Any], rows: tuple[int, int]
+) -> None:
+    x = TensorType((1, 12, 12, 4), F)
+    w = TensorType((2, 3, 3, 4), F)
+    op = build(kind, x, w, **attrs) if kind == "Conv2d" else build(kind, x, **attrs)
+    n, _, ow, oc = op.results[0].type.shape
+    windows = OPS[op.kind].back_window(op, ((0, n), rows, (0, ow), (0, oc)))
+    expected = _rows_read(kind, x, rows, **attrs)
+    start, stop = windows[0][1]
+    assert set(range(start, stop)) == expected  # the halo, clipped to the input
+    assert windows[0][3] == (0, 4)  # the conv's input channels (a reduction) whole
+    if kind == "Conv2d":
+        assert windows[1] == ((0, 2), (0, 3), (0, 3), (0, 4))  # the weights of both outputs
+
+
+def test_back_window_of_a_matmul_reads_k_whole_and_the_window_s_rows_and_columns() -> None:
+    op = build("MatMul", TensorType((64, 96), F), TensorType((96, 80), F))
+    a, b = OPS[op.kind].back_window(op, ((16, 32), (40, 80)))
+    assert a == ((16, 32), (0, 96))
+    assert b == ((0, 96), (40, 80))
+
+
+def test_back_window_refuses_a_window_that_is_not_the_result_s() -> None:
     op = _sample("Add")
-    with pytest.raises(NotImplementedError, match=r"tx8be\.Add"):
-        OPS[op.kind].back_window(op, None)
+    rank = op.results[0].type.rank
+    with pytest.raises(Tx8labError, match=r"tx8be\.Add: back_window got a window of 1 dims"):
+        OPS[op.kind].back_window(op, ((0, 1),) if rank != 1 else ((0, 1), (0, 1)))
+    full = tuple((0, d) for d in op.results[0].type.shape)
+    bad = ((0, full[0][1] + 1), *full[1:])
+    with pytest.raises(Tx8labError, match=r"back_window dim 0: .* 0 <= start < stop <="):
+        OPS[op.kind].back_window(op, bad)

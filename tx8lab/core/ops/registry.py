@@ -26,7 +26,8 @@ in ``tx8lab.core.ops`` maps ``"tx8be.<Name>"`` to an instance.
   :meth:`OpDef.operand_dims`) |
 | ``genOpCode`` | :meth:`OpDef.codegen` (one C call per slice; each family sets ``c_param``
   and :meth:`OpDef.codegen_fields`, see ``tx8lab.core.codegen_c``) |
-| ``backWindow`` | a stub that raises ``NotImplementedError`` naming the op |
+| ``backWindow`` | :meth:`OpDef.back_window`: the operand windows a result window reads (by
+  :meth:`OpDef.operand_window`, reduction dims whole) |
 | slice positions (what ``L_SHAPE.shape_start`` says on the chip) | :meth:`OpDef.operand_window`,
   :meth:`OpDef.result_window`; the host model of the tile computes a slice with
   ``window_compute`` / ``psum_combine`` (``tx8lab.core.hostmodel``) |
@@ -802,9 +803,42 @@ class OpDef:
             for omap in self.operand_dims(op)
         ]
 
-    def back_window(self, op: Op, param: Any) -> list[Any]:
-        """Seed ``backWindow``."""
-        raise NotImplementedError(f"{self.kind}: back_window comes with the sharding-search issue")
+    def back_window(self, op: Op, window: Window) -> list[Window]:
+        """Seed ``backWindow``: the window of each operand that a window of result 0 reads.
+
+        The seed gives only the signature (``std::vector<WindowParam>
+        backWindow(const WindowParam)`` in ShardingInterface, beside ``tileShardingSplit``
+        which maps the split factors the same way, output to operands); its ``WindowParam``
+        is not shown. Reading chosen: a window is one ``(start, stop)`` per dim, in
+        elements. The result window fixes the iteration dims result 0 follows; every
+        other iteration dim (a reduction: a matmul's K, a conv's input channels) is taken
+        whole; each operand's window is then :meth:`operand_window` of that box, so a
+        conv's or pool's halo (clipped to the input: padding is not data), a broadcast
+        dim's ``(0, 1)`` and a dim read whole come out as the scheduler's slices use them.
+
+        Raises:
+            Tx8labError: the window's rank is not result 0's, or a dim's ``(start, stop)``
+                is not ``0 <= start < stop <= size``; the message names the op.
+        """
+        if not op.results:
+            raise self.fail(f"{op.label}: back_window needs a result window; the op has none")
+        shape = op.results[0].type.shape
+        if len(window) != len(shape):
+            raise self.fail(
+                f"{op.label}: back_window got a window of {len(window)} dims for a result of "
+                f"rank {len(shape)} {list(shape)}; give one (start, stop) per result dim"
+            )
+        for e, (span, size) in enumerate(zip(window, shape, strict=True)):
+            if len(span) != 2 or not 0 <= span[0] < span[1] <= size:
+                raise self.fail(
+                    f"{op.label}: back_window dim {e}: {tuple(span)} is not a (start, stop) "
+                    f"with 0 <= start < stop <= {size}"
+                )
+        box = [(0, d.size) for d in self.iter_dims(op)]
+        for e, m in enumerate(self.result_dims(op)[0]):
+            if m is not None:
+                box[m] = (int(window[e][0]), int(window[e][1]))
+        return [self.operand_window(op, i, tuple(box)) for i in range(len(op.operands))]
 
     # ------------------------------------------------------------- codegen (genOpCode)
     c_param: ClassVar[str] = ""
