@@ -50,11 +50,38 @@ def test_group_operands_results_and_body() -> None:
     assert group_members(out.main) == {group.id: [0, 1]}
 
 
+def _kinds(ops: object) -> list[str]:
+    return [op.kind.removeprefix("tx8be.") for op in ops]  # type: ignore[attr-defined]
+
+
 def test_non_contiguous_members_are_sorted_after() -> None:
     module = _chain()
     out = _outline(module, [[0, 2], [1, 3]])
     verify(out)
     _same(module, out)
+    # {Relu, Abs} first (its first member is first), then {Neg, Add}, which reads it
+    first, second = (op for op in out.main.ops if op.kind == "tx8be.Group")
+    assert [op.id for op in out.main.ops[:2]] == [first.id, second.id]
+    assert _kinds(first.regions[0].ops[:-1]) == ["Relu", "Abs"]
+    assert _kinds(second.regions[0].ops[:-1]) == ["Neg", "Add"]
+    assert first.id in {v.owner for v in second.operands if not v.is_arg}
+
+
+def test_a_group_moves_after_an_outside_op_it_reads() -> None:
+    b = Builder()
+    x = b.input((1, 4, 4, 8), "f32")
+    a = b.op("Relu", x)  # %0
+    d = b.op("Abs", x)  # %1
+    c = b.op("Neg", a)  # %2
+    b.output(b.op("Add", c, d))  # %3
+    module = b.finish()
+    # the group {%1, %3} starts at position 1 but reads %2 (position 2): by Kahn's order
+    # (ties to the earliest position) the top level becomes Relu, Neg, then the group
+    out = _outline(module, [[1, 3]])
+    verify(out)
+    _same(module, out)
+    assert _kinds(out.main.ops[:-1]) == ["Relu", "Neg", "Group"]
+    assert _kinds(out.main.ops[2].regions[0].ops[:-1]) == ["Abs", "Add"]
 
 
 def test_non_convex_group_is_an_error_naming_it() -> None:
