@@ -34,12 +34,19 @@ from tx8lab.hw.presets import TX81
 def test_tile_estimate_batchnorm() -> None:
     e = estimate_tile(sw_pipeline(batchnorm_loop()))
     assert e.cycles == 325
-    assert dict(e.engine_busy_cycles) == {"ld": 170, "ne": 0, "ct": 245, "st": 125, "tdma": 0}
+    assert dict(e.engine_busy_cycles) == {
+        "ld": 170,
+        "ne": 0,
+        "ct": 245,
+        "st": 125,
+        "tdma": 0,
+        "dte": 0,
+    }
     assert e.utilization["ct"] == pytest.approx(245 / 325)
     # golden batchnorm_loop: the loads, ct:bn in steps 2-5, then st:out[3] (30) beats
     # ct:post (5) in step 6, st:post alone in step 7
     assert e.step_limiting == ("ld", "ld", "ct", "ct", "ct", "ct", "st", "st")
-    assert dict(e.limiting_cycles) == {"ld": 50, "ne": 0, "ct": 240, "st": 35, "tdma": 0}
+    assert dict(e.limiting_cycles) == {"ld": 50, "ne": 0, "ct": 240, "st": 35, "tdma": 0, "dte": 0}
     assert e.limiting_engine == "ct"
 
 

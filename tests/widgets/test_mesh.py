@@ -31,13 +31,13 @@ def _looping_schedule() -> GroupSchedule:
         "ld:%1": Task("ld:%1", 1, "ld", 100, writes=("%1",)),
         "ne:%2": Task("ne:%2", 2, "ne", 50, reads=("%1",), writes=("%2",)),
         "st:%2": Task("st:%2", 2, "st", 30, reads=("%2",)),
-        "tdma:%3": Task("tdma:%3", 3, "tdma", 70, reads=("%3",), writes=("%3",)),
+        "noc:%3": Task("noc:%3", 3, "dte", 70, reads=("%3",), writes=("%3",)),
     }
     slots = (
         Slot("ld:%1", (0,), "ld", 0, 0, 100),
         Slot("ld:%1", (1,), "ld", 1, 100, 200),
         Slot("ne:%2", (), "ne", 2, 200, 250),
-        Slot("tdma:%3", (), "tdma", 2, 200, 270),
+        Slot("noc:%3", (), "dte", 2, 200, 270),
         Slot("st:%2", (), "st", 3, 270, 300),
     )
     timeline = Timeline(7, slots, steps=4, makespan=300, tasks=tasks)
@@ -60,7 +60,7 @@ def test_busy_tiles_are_the_first_tiles_in_row_major_order() -> None:
     assert set(idle["cycles"]) == set(idle["spm_bytes"]) == set(idle["dma_bytes"]) == {0}
 
 
-def test_dma_bytes_count_every_load_and_store_instance_but_not_tdma() -> None:
+def test_dma_bytes_count_every_load_and_store_instance_but_not_noc() -> None:
     sched = _looping_schedule()
     moved, busy = dma_bytes(sched)
     assert moved == 2 * 512 + 256  # the load twice (two iterations), the store once

@@ -190,7 +190,7 @@ class Command:
     """The IR op (the group for a barrier)."""
     op_kind: str
     engine: str
-    """Schedule engine: ld, st, ne, ct, tdma; ``sync`` for a barrier."""
+    """Schedule engine: ld, st, ne, ct, tdma, dte; ``sync`` for a barrier."""
     task: str
     iteration: tuple[int, ...] = ()
     """Index of each enclosing loop, outermost first."""

@@ -70,7 +70,7 @@ from tx8lab.hw.sim import ENGINES, Range, SimCommand, SimResult, simulate
 PLACEHOLDER_DDR_STRIDE = 1 << 40
 
 #: Schedule engine of a command -> simulator engine.
-ENGINE_OF = {"ld": "rdma", "st": "wdma", "ne": "ne", "ct": "ct", "tdma": "tdma"}
+ENGINE_OF = {"ld": "rdma", "st": "wdma", "ne": "ne", "ct": "ct", "tdma": "tdma", "dte": "dte"}
 _TENSOR = LayoutMode.Tensor.value
 
 

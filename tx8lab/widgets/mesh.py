@@ -22,7 +22,7 @@ Readings chosen (what the estimate can and cannot say):
 - **DMA bytes** of a busy tile: for every ``ld`` / ``st`` task instance in the timeline
   (Repeat iterations counted), the bytes of the SPM buffers it writes (a load) or reads (a
   store), from ``ScheduleInput.buffers`` (one slice on one tile); a shared load its chunk
-  (the bytes over its share group's tiles). ``tdma`` (tile to tile)
+  (the bytes over its share group's tiles). ``dte`` (tile to tile)
   is not counted: its transfers do not go to DDR. A load/store naming no known buffer adds
   no bytes; ``dma_busy_cycles`` (the ld + st busy cycles) stands next to the bytes, so
   either can be read.
@@ -39,9 +39,9 @@ coloured by their body cycles, each link direction as an arrow between the tile 
 without one the figure is the three heatmaps alone. Readings chosen:
 
 - **Per-tile columns** sum ``TileRun.busy``: ``compute_cycles`` = ``ne`` + ``ct``,
-  ``dma_cycles`` = ``rdma`` + ``wdma`` (DDR), ``noc_cycles`` = ``dte`` + ``tdma`` (tile to
-  tile); ``body_cycles`` is ``TileRun.body``. A tile of the mesh the run does not name is
-  inactive with zeros.
+  ``dma_cycles`` = ``rdma`` + ``wdma`` (DDR), ``tdma_cycles`` = ``tdma`` (moves within the
+  tile's SPM, seed 001), ``noc_cycles`` = ``dte`` (tile to tile); ``body_cycles`` is
+  ``TileRun.body``. A tile of the mesh the run does not name is inactive with zeros.
 - **Bytes sent** by a tile: the payload of each of its transfers once (``LinkUse.tile``,
   one per ``(tile, index)``, however many links the route crosses). Only payloads that
   crossed a link count: the simulator records no link for a 0-byte transfer.
@@ -110,6 +110,7 @@ TILE_SIM_COLUMNS: tuple[str, ...] = (
     "body_cycles",
     "compute_cycles",
     "dma_cycles",
+    "tdma_cycles",
     "noc_cycles",
     "noc_bytes_sent",
     "spm_bytes",
@@ -118,7 +119,8 @@ TILE_SIM_COLUMNS: tuple[str, ...] = (
 ENGINE_COLUMNS: dict[str, tuple[str, ...]] = {
     "compute_cycles": ("ne", "ct"),
     "dma_cycles": ("rdma", "wdma"),
-    "noc_cycles": ("dte", "tdma"),
+    "tdma_cycles": ("tdma",),
+    "noc_cycles": ("dte",),
 }
 _UNUSED_LINK_COLOR = "rgba(170, 170, 170, 0.6)"
 _LINK_COLORSCALE = "Oranges"

@@ -1,7 +1,7 @@
 """TimelineView and ScheduleView: a group's software pipeline in cycles, one shared time cursor.
 
 Spec: seed 001 "TS_SwPipelinePass" (getEnginsPipeline: each time step puts
-at most one task instance in each engine slot ld, ne, ct, st, tdma). :func:`timeline_figure`
+at most one task instance in each engine slot ld, ne, ct, st, tdma, dte). :func:`timeline_figure`
 draws every :class:`~tx8lab.core.schedule.tasks.Slot` of a timeline as a horizontal bar on its
 engine's row, from its start to its end cycle, labelled with the task id and its Repeat
 iteration (``ne:%42[3]``); hover gives task id, IR op, engine, step, iteration, cycles and the

@@ -14,7 +14,7 @@ Readings chosen where the spec is vague:
   and is what the group costs. Issue overheads are inside each task's cycles (the tile
   cost model adds them), so they are not added again.
 - **Limiting engine.** Per step, the engine of its longest task (ties: the first in
-  ``ENGINES`` order: ld, ne, ct, st, tdma). Overall, the engine that limits the most
+  ``ENGINES`` order: ld, ne, ct, st, tdma, dte). Overall, the engine that limits the most
   makespan cycles (the sum of the durations of the steps it limits): speeding that engine
   up shortens the group most. Ties go to the busier engine, then ``ENGINES`` order.
 - **Tiles.** :func:`estimate_group` takes one :class:`Timeline` (every tile runs the same
@@ -64,6 +64,7 @@ SIM_ENGINE_OF: Mapping[str, str] = {
     "ct": "ct",
     "st": "wdma",
     "tdma": "tdma",
+    "dte": "dte",
 }
 
 

@@ -40,7 +40,7 @@ Readings chosen where the seed is vague:
   (``Buffer.chunk_loops``). Sharded, it is gathered (below).
 - **Gathers** (issue "spatial": tile-to-tile transfers instead of recomputing). When such a
   dim is sharded across tiles, each tile computes its piece into a buffer that holds the
-  whole dim, and a ``noc:%7`` task (engine ``tdma``) right after the op all-gathers the
+  whole dim, and a ``noc:%7`` task (engine ``dte``) right after the op all-gathers the
   pieces in place over the tiles that differ only on the gathered dims
   (``NocReduce.collective == "all-gather"``, position ``p`` sending the op's window on
   its ``p``-th tile; the pattern the fastest simulated, ``collectives.allgather_over_noc``),
@@ -105,7 +105,7 @@ Readings chosen where the seed is vague:
   the op's kernel overwrites (the result and the kernel's scratch would share bytes).
 - **Reductions across tiles** (seed SecsInfo sharding modes 1-3, issue "spatial"). An op
   whose reduction dim is sharded across tiles (``IterDim.noc_reduce``: a matmul's K, a
-  conv's IC) leaves a partial sum on each tile. A ``noc:%7`` task (engine ``tdma``)
+  conv's IC) leaves a partial sum on each tile. A ``noc:%7`` task (engine ``dte``)
   follows each result chunk (placed like a store of it: after the last partial of a
   split K) and all-reduces it in place, so every tile of a reduction group then holds
   the sum and the ops after it, and the stores, read it as if it had been computed
@@ -866,7 +866,7 @@ def _items(
                 # after the op: the rows its readers need from other tiles land in place
                 halo = {res: held}
                 items.append(
-                    _Item(op, "tdma", changes[res], [res], [], halo, clobbers=[res], noc=True)
+                    _Item(op, "dte", changes[res], [res], [], halo, clobbers=[res], noc=True)
                 )
             if gathered:
                 # after each piece: the tiles' pieces, all-gathered in place for the readers
@@ -876,14 +876,14 @@ def _items(
                     whole = tuple(max(a, b) for a, b in zip(whole, got, strict=True))
                 gather = {res: whole}
                 items.append(
-                    _Item(op, "tdma", changes[res], [res], [], gather, clobbers=[res], noc=True)
+                    _Item(op, "dte", changes[res], [res], [], gather, clobbers=[res], noc=True)
                 )
             if noc_ways(p.dims, p.strategy) > 1:
                 # after its last partial: sum the tiles' partials in place, once per result chunk
                 items.append(
                     _Item(
                         op,
-                        "tdma",
+                        "dte",
                         changes[res],
                         [res],
                         [],
@@ -1888,7 +1888,7 @@ def _with_shares(
         it.share = ways
         out.append(
             _Item(
-                load, "tdma", it.varies, [key], [], {key: it.shapes[key]}, clobbers=[key], noc=True
+                load, "dte", it.varies, [key], [], {key: it.shapes[key]}, clobbers=[key], noc=True
             )
         )
         shares[load.id] = share

@@ -30,9 +30,14 @@ from typing import Literal
 from tx8lab.core.tiling import OpStrategy
 
 #: The engine slots of getEnginsPipeline (seed ``enginsBase``): loads (RDMA), stores
-#: (WDMA), the matrix engine, the vector engine (CGRA, "ct"), tile-to-tile DMA.
-Engine = Literal["ld", "st", "ne", "ct", "tdma"]
-ENGINES: tuple[Engine, ...] = ("ld", "ne", "ct", "st", "tdma")
+#: (WDMA), the matrix engine, the vector engine (CGRA, "ct"), the TDMA (which, seed 001
+#: "Tile": ``op_reshape`` / ``op_gatherScatter``, works on its own tile's SPM), and ``dte``:
+#: tile-to-tile NoC transfers (halo exchanges, gathers, all-reduces, shared loads), which
+#: seed 001 gives to the DTE ("DTE 模块也可以通过 special core 将本 Tile 上的 SPM 与远程 Tile
+#: 上的 SPM 进行通信"). The seed's ``enginsBase`` lists no NoC slot (its groups never pass
+#: data between tiles), so ``dte`` is this project's addition, named after the engine.
+Engine = Literal["ld", "st", "ne", "ct", "tdma", "dte"]
+ENGINES: tuple[Engine, ...] = ("ld", "ne", "ct", "st", "tdma", "dte")
 
 BufferKind = Literal["value", "imm", "psum"]
 
