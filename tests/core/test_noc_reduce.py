@@ -117,6 +117,8 @@ def test_the_search_shards_k_and_the_program_sums_over_the_noc(
     assert len(sends) == len(recvs)
     assert sorted(c.tag for c in sends) == sorted(c.tag for c in recvs)
     assert all(c.peer != c.tile for c in sends)
+    # tile to tile is the DTE's (seed 001): the TDMA only moves data within its tile
+    assert {c.engine for c in sends + recvs} == {"dte"}
     ex = execute_module(module, HW, via="program")
     assert ex.ok, ex.summary()
     sim = simulate_program(program, module, HW)
