@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
 from tx8lab.core import interpret
-from tx8lab.core.frontends.onnx import load, supported_ops
+from tx8lab.core.frontends.onnx import import_notes, load, supported_ops
 from tx8lab.errors import Tx8labError
 
 ort = pytest.importorskip("onnxruntime", reason="onnxruntime is a dev dependency (make test)")
@@ -88,8 +88,8 @@ class Case:
 
     name: str
     build: Callable[[], Any]  # a ModelProto, or the raw bytes of the file
-    outcome: str  # "error" or "success"
-    pattern: str = ""  # regex the error message must match (after the file name)
+    outcome: str  # "error", "conversion" (success with a reported note) or "success"
+    pattern: str = ""  # regex the error message (or each import note) must match
     input_shapes: dict[str, tuple[int, ...]] | None = None
     kwargs: dict[str, Any] = field(default_factory=dict)
 
@@ -103,6 +103,11 @@ def error(name: str, pattern: str, build: Callable[[], Any], **kw: Any) -> None:
 
 def success(name: str, build: Callable[[], Any], **kw: Any) -> None:
     CASES.append(Case(name, build, "success", **kw))
+
+
+def conversion(name: str, pattern: str, build: Callable[[], Any], **kw: Any) -> None:
+    """Imported, with one import note per converted tensor matching ``pattern``."""
+    CASES.append(Case(name, build, "conversion", pattern, **kw))
 
 
 BAD = r"node 'bad' \((\w+)\)"
@@ -421,10 +426,28 @@ error(
     r"input 'x' has element type type 0",
     lambda: model([node("Identity", ["x"])], inputs=[vi("x", 0)], outputs=[vi("y", 0)]),
 )
-success(  # uint8 widens to i32 without changing a value
-    "input_uint8_widened",
-    lambda: model([node("Cast", ["x"], to=F)], inputs=[vi("x", TensorProto.UINT8)]),
-)
+for elem, label in (
+    (TensorProto.UINT8, "uint8"),
+    (TensorProto.INT16, "int16"),
+    (TensorProto.UINT16, "uint16"),
+):
+    conversion(  # widened to i32 without changing a value, and said so
+        f"input_{label}_widened",
+        rf"input 'x' is {label}, held as i32",
+        lambda elem=elem: model([node("Cast", ["x"], to=F)], inputs=[vi("x", elem)]),
+    )
+    conversion(
+        f"initializer_{label}_widened",
+        rf"initializer 'w' is {label}, held as i32",
+        lambda elem=elem: model(
+            [helper.make_node("Cast", ["w"], ["c"], to=F), node("Add", ["x", "c"])],
+            inits=[
+                numpy_helper.from_array(
+                    np.arange(6, dtype=helper.tensor_dtype_to_np_dtype(elem)).reshape(2, 3), "w"
+                )
+            ],
+        ),
+    )
 success(  # Pow's exponent has its own type constraint (T1): float base, int64 exponent
     "pow_int_exponent",
     lambda: model([node("Pow", ["x", "e"])], inits=[const("e", 2)]),
@@ -901,8 +924,10 @@ def _feeds(m: Any, shapes: dict[str, tuple[int, ...]] | None) -> dict[str, np.nd
             d.dim_value for d in inp.type.tensor_type.shape.dim
         )
         elem = inp.type.tensor_type.elem_type
-        if elem == TensorProto.UINT8:
-            feeds[inp.name] = rng.integers(0, 256, shape).astype(np.uint8)
+        if elem in (TensorProto.UINT8, TensorProto.INT16, TensorProto.UINT16):
+            np_type = helper.tensor_dtype_to_np_dtype(elem)
+            info = np.iinfo(np_type)
+            feeds[inp.name] = rng.integers(info.min, info.max, shape, endpoint=True).astype(np_type)
         else:
             feeds[inp.name] = rng.standard_normal(shape).astype(np.float32)
     return feeds
@@ -920,6 +945,14 @@ def test_corpus(case: Case, tmp_path: Path) -> None:
         assert re.search(case.pattern, message), message
         return
     module = load(path, input_shapes=case.input_shapes, **case.kwargs)
+    notes = import_notes(module)
+    if case.outcome == "conversion":
+        assert notes, "the conversion is reported"
+        for note in notes:
+            assert note.startswith(str(path)), note
+            assert re.search(case.pattern, note), note
+    else:
+        assert notes == ()
     feeds = _feeds(m, case.input_shapes)
     session = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
     expected = session.run(None, feeds)
@@ -934,7 +967,7 @@ def test_corpus(case: Case, tmp_path: Path) -> None:
 
 def test_corpus_size() -> None:
     assert len(CASES) >= 100
-    assert {c.outcome for c in CASES} == {"error", "success"}
+    assert {c.outcome for c in CASES} == {"error", "conversion", "success"}
 
 
 CLI_CASES = [
@@ -1212,3 +1245,21 @@ def test_seeds_load_and_match_onnxruntime() -> None:
         got = interpret(load(m), [feeds[i.name] for i in m.graph.input])
         for g, e in zip(got, expected, strict=True):
             np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-4)
+
+
+def test_cli_prints_a_conversion_and_the_report_keeps_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from tx8lab.cli import main
+
+    case = next(c for c in CASES if c.name == "input_int16_widened")
+    path, _ = _write(case, tmp_path)
+    out = tmp_path / "r.json"
+    assert main(["run", str(path), "--json", str(out)]) == 0
+    err = capsys.readouterr().err
+    note = f"{path}: input 'x' is int16, held as i32"
+    assert f"note: {note}" in err
+    (kept,) = json.loads(out.read_text(encoding="utf-8"))["import_notes"]
+    assert kept.startswith(note)

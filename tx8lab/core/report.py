@@ -23,6 +23,8 @@ Readings chosen:
   sums the two per engine over the model. ``simulated`` (after opt-ddr) is the whole
   program played by the tile simulator: groups not separated by a barrier may overlap
   there, so its ``latency_ms`` can be below ``total_cycles``.
+- ``import_notes`` lists the conversions the ONNX import reported (a uint8 input held as
+  i32, ...; :func:`tx8lab.core.frontends.onnx.import_notes`), empty for other inputs.
 - ``num_ops`` counts the input module's ops (nested ones included, terminators not);
   ``num_ops_final`` the output's. Each pass entry adds its index, knobs, ops before,
   decision count, stats and whether the result came from a cache.
@@ -243,6 +245,7 @@ def build_report(
         "report_version": REPORT_VERSION,
         "model": name,
         "model_args": to_jsonable(dict(model_args or {})),
+        "import_notes": [str(n) for n in module.attrs.get("tx8.import_notes", ())],
         "num_ops": module.num_ops,
         "num_ops_final": final.num_ops,
         "pipeline": [s.name for s in steps],

@@ -47,7 +47,10 @@ no silent conversion. Where the ONNX spec leaves room, the readings are:
   describes as booleans (``keepdims``, ``transA``, ``ceil_mode``, ...) must be 0 or 1, as
   runtimes disagree on other values.
 - Element types: float32/16, bfloat16, int8/32/64 and bool map one to one; uint8, int16
-  and uint16 graph inputs widen to i32 (every value kept). double, uint32 and uint64 have
+  and uint16 graph inputs and initializers widen to i32 (every value kept), and each
+  widening is reported: the module's ``tx8.import_notes`` attribute lists one line per
+  converted tensor (:func:`import_notes`; ``tx8lab run`` prints them and the report
+  carries them as ``import_notes``). double, uint32 and uint64 have
   no tx8be type holding all their values and are refused, as graph inputs, outputs and
   Cast targets; so is a Cast to uint8/int16/uint16 (ONNX wraps, i32 would not). A graph
   output's declared element type must be the computed one; a declared shape
@@ -343,6 +346,18 @@ _ONNX_DTYPES = {
     4: "i32",
 }
 
+#: ONNX element types held in a wider tx8be type (uint8, uint16, int16 -> i32): reported.
+_WIDENED = frozenset({2, 4, 5})
+
+#: The module attribute listing the conversions the import made (:func:`import_notes`).
+NOTES_ATTR = "tx8.import_notes"
+
+
+def import_notes(module: Module) -> tuple[str, ...]:
+    """The conversions the ONNX import reported for ``module`` (empty: none, or not ONNX)."""
+    return tuple(str(n) for n in module.attrs.get(NOTES_ATTR, ()))
+
+
 #: Cast targets: the element types tx8be holds exactly (a cast to uint8/int16/uint16 would
 #: wrap or saturate in ONNX, and i32 does neither).
 _CAST_TARGETS = {1: "f32", 10: "f16", 16: "bf16", 3: "i8", 6: "i32", 7: "i64", 9: "i1"}
@@ -453,6 +468,7 @@ class _Importer:
         # dialect-prefixed, as the zoo does: mlir-opt rejects unprefixed module attributes
         name = Path(where).stem if where != "<ModelProto>" else "onnx_model"
         self.b = Builder(**{"tx8.model": name})
+        self.notes: list[str] = []
         self.env: dict[str, _Tensor] = {}
         self.shapes: dict[str, tuple[int, ...]] = {}
         self.elem: dict[str, int] = {}
@@ -759,6 +775,7 @@ class _Importer:
                     f"({_first_line(err)}); re-export the model"
                 ) from None
             self.env[init.name] = _Tensor(const=array)
+            self.note_widened("initializer", init.name, init.data_type)
         initializers = {t.name for t in self.graph.initializer}
         for inp in self.graph.input:
             if inp.name in initializers:
@@ -773,6 +790,7 @@ class _Importer:
                 )
             shape = tuple(int(d.dim_value) for d in inp.type.tensor_type.shape.dim)
             self.env[inp.name] = _Tensor(value=self.b.input(shape, dtype))
+            self.note_widened("input", inp.name, elem)
         for node in self.graph.node:
             if node.op_type in CONTROL_FLOW:
                 raise self.fail(node, _CONTROL_FLOW_HINT)
@@ -825,7 +843,19 @@ class _Importer:
             value = self.value_for_output(out)
             outputs.append(value)
         self.b.output(*outputs)
-        return self.b.finish()
+        module = self.b.finish()
+        if not self.notes:
+            return module
+        attrs = {**module.attrs, NOTES_ATTR: tuple(self.notes)}
+        return Module(module.functions, attrs, module.next_id)
+
+    def note_widened(self, what: str, name: str, elem: int) -> None:
+        """Report a uint8/int16/uint16 tensor held as i32 (module docstring)."""
+        if elem in _WIDENED:
+            self.notes.append(
+                f"{self.where}: {what} {name!r} is {_type_name(elem)}, held as i32 (every "
+                "value kept; results computed from it are i32)"
+            )
 
     def value_for_output(self, out: Any) -> Value:
         """Graph output ``out`` in NCHW, checked against its declared element type."""
