@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 from pathlib import Path
 
@@ -121,3 +122,35 @@ def test_the_readme_shows_the_current_residual_table() -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     fits, res = calibrate(TX81)
     assert table(fits, res) in readme, "regenerate the README table from `tx8lab calibrate`"
+
+
+@pytest.mark.parametrize(
+    ("quantity", "value", "pattern"),
+    [
+        # one gap: the warm median drops the first (cold) one and needs another
+        ("host issue-order rdcycle between consecutive TsmExecute", "3558", r"1 number\(s\)"),
+        # the NE / RDMA / WDMA / TDMA deltas, two of four left
+        ("engine execution delta for exactly D short commands", "292, 184", r"reads 4"),
+        ("idle NCC join, 2 participants", "n/a", r"0 number\(s\)"),
+    ],
+)
+def test_a_board_row_with_too_few_numbers_is_named(
+    quantity: str, value: str, pattern: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import csv
+
+    shutil.copy(board_dir() / "kernels.csv", tmp_path / "kernels.csv")
+    with (board_dir() / "micro.csv").open(encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    hits = [i for i, r in enumerate(rows) if r["quantity"].startswith(quantity)]
+    assert hits
+    for i in hits:
+        rows[i]["value"] = value
+    with (tmp_path / "micro.csv").open("w", encoding="utf-8", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    assert main(["calibrate", "--board", str(tmp_path)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    lines = "|".join(str(i + 2) for i in hits)  # the header is line 1
+    assert re.search(rf"^tx8lab: error: calibrate: micro\.csv:(?:{lines}) .*" + pattern, line)

@@ -160,10 +160,16 @@ def numbers(text: str) -> list[float]:
 
 
 def value_of(row: BoardRow, how: str = "mean", index: int | None = None) -> float:
-    """A row's value: ``mean`` of its runs, ``middle`` of a range, ``warm median``, one item."""
-    got = numbers(row.fields.get("value", ""))
-    if not got:
-        raise Tx8labError(f"calibrate: {row.ref} ({row.text}) has no number in its value")
+    """A row's value: ``mean`` of its runs, ``middle`` of a range, ``warm median``, one item.
+
+    Raises:
+        Tx8labError: the value holds fewer numbers than the reading needs (none; item
+            ``index``; a cold run and a warm one for ``warm median``), naming the row.
+    """
+    need = 1 if index is None else index + 1
+    if how == "warm median":
+        need = 2
+    got = numbers_of(row, need)
     if index is not None:
         return got[index]
     if how == "warm median":
@@ -171,6 +177,22 @@ def value_of(row: BoardRow, how: str = "mean", index: int | None = None) -> floa
     if how == "middle":
         return (min(got) + max(got)) / 2
     return float(statistics.fmean(got))
+
+
+def numbers_of(row: BoardRow, count: int, cell: str = "value") -> list[float]:
+    """The numbers of a row's ``cell``, at least ``count`` of them.
+
+    Raises:
+        Tx8labError: fewer numbers; the message names the row and what the fit reads.
+    """
+    got = numbers(row.fields.get(cell, ""))
+    if len(got) < count:
+        raise Tx8labError(
+            f"calibrate: {row.ref} ({row.text}) has {len(got)} number(s) in its {cell} "
+            f"{row.fields.get(cell, '')!r}; the fit reads {count}: restore the row from the "
+            "board data that ships with tx8lab"
+        )
+    return got
 
 
 # ---------------------------------------------------------------------- the fit
@@ -229,7 +251,7 @@ def _ne_kernels(
     attn = find_row(rows, "NE efficiency while active, 256x256x128 BF16 GEMM pairs")
     per_tile = round(2 * 4096**3 / 16 / (2 * 256 * 512 * 512))
     return [
-        (gemm, numbers(gemm.fields["condition"])[-1], [(256, 512, 512)] * per_tile),
+        (gemm, numbers_of(gemm, 1, "condition")[-1], [(256, 512, 512)] * per_tile),
         (attn, _ne_pmu_ns(attn), [(256, 128, 256), (256, 256, 128)] * 72),
     ]
 
@@ -295,7 +317,7 @@ def fit(rows: Sequence[BoardRow], hw: ChipConfig) -> list[Fitted]:
 
     # fixed costs of NE / RDMA / WDMA: the D-command engine deltas of short payloads
     short = find_row(rows, *_SHORT_ROWS)
-    ne_d, rd_d, wd_d, _td = numbers(short.fields["value"])[:4]
+    ne_d, rd_d, wd_d, _td = numbers_of(short, 4)[:4]
     d = tile.queue_depth
     for name, total in (("ne", ne_d), ("rdma", rd_d), ("wdma", wd_d)):
         out.append(
@@ -461,7 +483,7 @@ def residuals(rows: Sequence[BoardRow], hw: ChipConfig, fits: Sequence[Fitted]) 
             f"{count} x 4 KiB FP16 Add played; CT busy",
         )
     short = find_row(rows, *_SHORT_ROWS)
-    values = numbers(short.fields["value"])[:4]
+    values = numbers_of(short, 4)[:4]
     shorts = {
         "ne": (laws.ne(8, 16, 8, "bf16", hw), values[0], hw.tile.queue_depth),
         "rdma": (laws.dma("rdma", 0, hw), values[1], hw.tile.queue_depth),
