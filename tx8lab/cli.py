@@ -278,6 +278,19 @@ def _check_max_ops(module: Any, args: argparse.Namespace) -> None:
         )
 
 
+def _check_ddr_floor(module: Any, hw: ChipConfig, model: str) -> None:
+    """Refuse, before any pass, a model whose inputs and outputs alone overflow DDR."""
+    from tx8lab.core.passes.opt_ddr import ddr_floor_bytes
+
+    need = ddr_floor_bytes(module)
+    if need > hw.ddr_bytes:
+        raise Tx8labError(
+            f"{model}: its inputs and outputs alone need {need:,} bytes of DDR, the "
+            f"{hw.name} has {hw.ddr_bytes:,} (opt-ddr would refuse it after every other "
+            "pass); use smaller shapes or --hw-set ddr_bytes=..."
+        )
+
+
 def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     with Outputs() as outputs:
         return _run(args, out, outputs)
@@ -305,6 +318,8 @@ def _run(args: argparse.Namespace, out: TextIO, outputs: Outputs) -> int:
     fold = next((p for p in pipeline if p.name == "fold-constants"), None)
     module, model, model_args = _load(args, getattr(fold, "max_bytes", None))
     _check_max_ops(module, args)
+    if args.until is None and any(p.name == "opt-ddr" for p in pipeline):
+        _check_ddr_floor(module, hw, model)
     dump = args.print_ir_after_all
     table = sys.stderr if dump else out
     timing = Timing()

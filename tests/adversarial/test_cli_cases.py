@@ -925,6 +925,30 @@ def test_sw_pipeline_refuses_a_group_above_its_instance_budget(
     assert not (tmp_path / "r.json").exists()
 
 
+def test_a_model_whose_inputs_and_outputs_overflow_ddr_is_refused_before_any_pass(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A 2^40-element f16 Relu: input and result are 2 TiB each, the tx81 has 64 GiB."""
+    from tx8lab.core.builder import Builder
+    from tx8lab.core.text import print_module
+
+    b = Builder(**{"tx8.model": "big"})
+    b.output(b.op("Relu", b.input((1 << 20, 1 << 20), "f16")))
+    path = tmp_path / "big.mlir"
+    path.write_text(print_module(b.finish()), encoding="utf-8")
+    code = main(["run", str(path), "--json", str(tmp_path / "r.json")])
+    err = capsys.readouterr().err
+    assert code == 2
+    # by hand: 2 x 2^40 elements x 2 bytes
+    need = f"{2 * 2 * (1 << 40):,}"
+    assert f"big.mlir: its inputs and outputs alone need {need} bytes of DDR" in err
+    assert "68,719,476,736" in err
+    assert "pass" not in err.split("(")[0]  # no pass ran: the message is not a pass's
+    assert not (tmp_path / "r.json").exists()
+    # a pipeline without opt-ddr (here cut before it) is not refused for it
+    assert main(["run", str(path), "--passes", "fold-constants,dce"]) == 0
+
+
 def test_sw_pipeline_budget_names_the_group_and_the_count() -> None:
     from tx8lab.core.schedule.sw_pipeline import instance_count, sw_pipeline
     from tx8lab.core.schedule.tasks import Buffer, Repeat, ScheduleInput, Task

@@ -149,6 +149,26 @@ def ddr_buffers(module: Module) -> list[DdrSlot]:
     return slots
 
 
+def ddr_floor_bytes(module: Module) -> int:
+    """Bytes of DDR any placement of ``module`` needs at least: inputs and results.
+
+    Its functions' inputs and results, densely. Every pass keeps them (a function's
+    signature does not change) and opt-ddr places each for the whole run; constants (dce may
+    drop one, fold-constants merge some) and intermediates (grouped ones stay in SPM) are
+    left out, so this is a floor. ``tx8lab run`` compares it with the preset's DDR before
+    the pipeline, so a model that cannot fit is refused at once, not after every pass.
+    """
+    total = 0
+    for func in module.functions:
+        seen: set[Any] = set()
+        values = [*func.body.args, *func.body.ops[-1].operands]
+        for v in values:
+            if v.key not in seen:
+                seen.add(v.key)
+                total += v.type.dense_bytes
+    return total
+
+
 def _const_key(op: Op) -> tuple[Any, ...]:
     const_id = op.attrs.get("const_id", -1)
     if isinstance(const_id, int) and const_id >= 0:
@@ -344,7 +364,7 @@ class OptDDR(Pass):
         if stats["ddr_bytes"] > hw.ddr_bytes:
             raise Tx8labError(
                 f"opt-ddr: consts and vars need {stats['ddr_bytes']} bytes of DDR, the "
-                f"{hw.name} has {hw.ddr_bytes}; use a smaller model or --hw ddr_bytes=..."
+                f"{hw.name} has {hw.ddr_bytes}; use a smaller model or --hw-set ddr_bytes=..."
             )
         addr_of = {op_id: s.addr for s in slots for op_id in s.op_ids}
         decisions = [self._decision(s) for s in slots]
