@@ -523,7 +523,15 @@ def _cmd_fuse(args: argparse.Namespace, out: TextIO) -> int:
     )
 
     path = Path(args.nests)
-    funcs = parse_functions(read_source(path), str(path))
+    try:
+        funcs = parse_functions(
+            read_source(path), str(path), max_depth=args.max_depth, max_nests=args.max_nests
+        )
+    except Tx8labError as err:
+        for word, flag in (("max_depth", "--max-depth"), ("max_nests", "--max-nests")):
+            if f"{word}=N" in str(err):
+                raise Tx8labError(f"{err} (on the command line: {flag} N)") from None
+        raise
     if all(len(f.nests) < 2 for f in funcs):
         names = ", ".join(f"@{f.name} ({len(f.nests)})" for f in funcs)
         raise Tx8labError(
@@ -960,6 +968,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_pipeline_arguments(opt)
     opt.set_defaults(func=_cmd_opt)
 
+    from tx8lab.kernels.loop_fusion.text import MAX_NEST_DEPTH as FUSE_MAX_DEPTH
+    from tx8lab.kernels.loop_fusion.text import MAX_NESTS as FUSE_MAX_NESTS
+
     fuse = sub.add_parser(
         "fuse",
         help="explore affine loop fusion (MLIR's LoopFusion) on loop nests",
@@ -989,6 +1000,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     fuse.add_argument(
         "--print-fused", action="store_true", help="print the fused function (MLIR) too"
+    )
+    fuse.add_argument(
+        "--max-depth",
+        type=_positive,
+        default=FUSE_MAX_DEPTH,
+        metavar="N",
+        help=f"refuse a loop nest deeper than N loops (default {FUSE_MAX_DEPTH}; the analysis "
+        "grows with about the 4th power of the depth)",
+    )
+    fuse.add_argument(
+        "--max-nests",
+        type=_positive,
+        default=FUSE_MAX_NESTS,
+        metavar="N",
+        help=f"refuse a function of more than N nests (default {FUSE_MAX_NESTS}; the analysis "
+        "grows with the square of their number)",
     )
     _add_hw_arguments(
         fuse,

@@ -671,7 +671,28 @@ CLI_CASES: list[tuple[str, list[str], str, str | bytes, str]] = [
         r"n\.mlir:2:\d+: byte 0xC3 is not UTF-8 text",
     ),
     ("fuse-truncated", ["fuse"], "n.mlir", SEED[:400], r"n\.mlir:\d+:\d+: "),
-    ("fuse-deep", ["fuse"], "n.mlir", _deep(300), r"a loop nest 300 loops deep"),
+    (
+        "fuse-deep",
+        ["fuse"],
+        "n.mlir",
+        _deep(300),
+        r"a loop nest 300 loops deep; .*limited to 16 .*\(on the command line: --max-depth N\)$",
+    ),
+    (
+        "fuse-deep-above-the-flag",
+        ["fuse", "--max-depth", "8"],
+        "n.mlir",
+        _deep(9),
+        r"a loop nest 9 loops deep; .*limited to 8 loops",
+    ),
+    (
+        "fuse-many-nests",
+        ["fuse", "--max-nests", "4"],
+        "n.mlir",
+        _many(5),
+        r"@many has 5 loop nests; .*limited to 4 .*--max-nests N\)$",
+    ),
+    ("fuse-max-depth-zero", ["fuse", "--max-depth", "0"], "n.mlir", SEED, r"--max-depth"),
     ("fuse-empty", ["fuse"], "n.mlir", "", r"n\.mlir: no func\.func found"),
 ]
 
@@ -700,6 +721,16 @@ def test_cli_reports_a_bad_file_in_one_line(
     assert "Traceback" not in err
     assert re.search(pattern, err.rstrip("\n")), err
     assert "produced a module" not in err
+
+
+def test_fuse_max_depth_raises_the_limit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(tmp_path, "n.mlir", _deep(17))
+    assert main(["fuse", path]) == 2
+    capsys.readouterr()
+    assert main(["fuse", path, "--max-depth", "17"]) == 0
+    assert "fusion (greedy): nest0 into nest1" in capsys.readouterr().out
 
 
 # --------------------------------------------------------------------------- fuzzing
