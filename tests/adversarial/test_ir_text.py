@@ -29,12 +29,13 @@ from tx8lab.cli import main
 from tx8lab.core.builder import Builder
 from tx8lab.core.instruments import Verify
 from tx8lab.core.ir import Block, Function, Module, Op, TensorType, Value
+from tx8lab.core.passes import build_pipeline
 from tx8lab.core.runner import run_pipeline
 from tx8lab.core.text import check_input, decode_source, parse_module, print_module
 from tx8lab.core.verify import verify, verify_problems
 from tx8lab.core.zoo import build
 from tx8lab.errors import Tx8labError
-from tx8lab.hw import get_preset
+from tx8lab.hw import TX81, get_preset
 from tx8lab.kernels.loop_fusion import parse_functions
 
 FUZZ = int(os.environ.get("TX8LAB_FUZZ_EXAMPLES", "1"))
@@ -913,6 +914,41 @@ def test_fuzz_attribute_and_type_edits_verify_or_are_refused(
     for kind, a, b in edits:
         text = _mutate_structure(text, kind, a, b)
     _parses_or_refuses(text)
+
+
+@settings(
+    max_examples=FUZZ * 400,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    database=None,
+)
+@given(
+    model=st.integers(0, 4),
+    edits=st.lists(
+        st.tuples(st.integers(0, 2), st.integers(0, 1 << 20), st.integers(0, 1 << 20)),
+        min_size=1,
+        max_size=3,
+    ),
+)
+def test_fuzz_edited_modules_that_verify_go_through_every_pass_or_are_refused(
+    model: int, edits: list[tuple[int, int, int]]
+) -> None:
+    """The whole default pipeline on the edits that still verify (about 1 in 15).
+
+    Only a Tx8labError may escape a pass. The search is off (``default``): the passes
+    see the module, and the search's own inputs are fuzzed by the corpus's knobs.
+    """
+    text = _printed()[model]
+    for kind, a, b in edits:
+        text = _mutate_structure(text, kind, a, b)
+    try:
+        module = parse_module(text, "fuzz.mlir")
+        verify(module)
+    except Tx8labError:
+        return
+    with contextlib.suppress(Tx8labError):
+        for _ in run_pipeline(module, build_pipeline(None, {"group-cost.search": "default"}), TX81):
+            pass
 
 
 @settings(
