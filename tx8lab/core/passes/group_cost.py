@@ -47,7 +47,9 @@ Readings chosen:
   allocates with the seed's first fit (falling back to ``best`` on overflow); the
   chosen strategy is re-allocated with the ``alloc`` knob for the report. Report entries
   carry ``candidates_evaluated`` (1 for ``default`` and ``group_tag`` 2, 0 on a template hit),
-  ``search_space_size`` and ``template_hit``.
+  ``search_space_size``, ``template_hit`` and ``search_clock_capped`` (the wall-clock cap
+  ended the search before its work budget: the one way a point's schedule can depend on
+  the machine; the Decision says so too, and ``stats["search_clock_capped"]`` counts them).
 - ``model.groups`` (the :class:`~tx8lab.core.schedule.estimate.ModelEstimate`) holds a
   template hit's estimate as the template's under the hit's group id: the same cycles and
   engines, but its ``timeline`` names the template's ops; the hit's own timeline is
@@ -275,6 +277,7 @@ class GroupCost(Pass):
         if self.search != "default":
             stats["candidates_evaluated"] = sum(e["candidates_evaluated"] for e in entries)
             stats["search_time_s"] = round(sum(r.time_s for r in searches.values()), 4)
+            stats["search_clock_capped"] = sum(r.clock_capped for r in searches.values())
             if self.simulate_top:
                 stats["plan_choice_overruled"] = sum(not r.plan_agrees for r in searches.values())
         for entry in entries:
@@ -361,6 +364,7 @@ class GroupCost(Pass):
             "candidates_evaluated": got.evaluated,
             "search_space_size": got.space_size,
             "template_hit": False,
+            "search_clock_capped": bool(got.search is not None and got.search.clock_capped),
             "comm": comm_kind(group, inp.reductions),
             "noc_bytes": noc_bytes(inp),
         }
@@ -406,6 +410,12 @@ class GroupCost(Pass):
                 f"; {self.search}: best of {got.evaluated} evaluated of {got.space_size} candidates"
             )
             found = got.search
+            if found is not None and found.clock_capped:
+                reason += (
+                    f"; stopped by the wall-clock cap search_budget_s={self.search_budget_s:g} "
+                    f"before search_budget={self.search_budget} candidates were evaluated "
+                    "(a faster or idler machine may choose otherwise)"
+                )
             if found is not None and found.simulated:
                 preferred = found.plan_best
                 reason += f" ({found.simulated} simulated: " + (

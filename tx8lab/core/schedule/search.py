@@ -320,6 +320,9 @@ class SearchResult:
     template_hit: bool = False
     plan_best: Candidate | None = None
     """The candidate the plan ranks best (``best`` when nothing was simulated)."""
+    clock_capped: bool = False
+    """The wall-clock cap (``budget_s``) ended the search before the work budget
+    (``budget`` candidates) was spent: another machine may find another best."""
 
     @property
     def simulated(self) -> int:
@@ -717,6 +720,8 @@ class _Search:
         self.best: Candidate | None = None
         self.pruned = 0
         self.out_of_time = False
+        # the wall-clock cap ended the search before the work budget was spent
+        self.clock_capped = False
 
     # -- bookkeeping
     def snapshot(self, done: bool) -> SearchResult:
@@ -730,6 +735,7 @@ class _Search:
             time.perf_counter() - self.start,
             done,
             plan_best=self.plan_best,
+            clock_capped=self.clock_capped,
         )
 
     def simulate_best(self) -> None:
@@ -780,7 +786,10 @@ class _Search:
             return False
         if self.budget is not None and self.evaluated() >= self.budget:
             return True
-        return time.perf_counter() - self.start > self.budget_s
+        if time.perf_counter() - self.start > self.budget_s:
+            self.clock_capped = True
+            return True
+        return False
 
     # -- one candidate
     def evaluate(
