@@ -23,7 +23,7 @@ def test_board_shape_with_block_writes_the_simulated_figures(
     assert main([*argv, "--json", str(out_json)]) == 0
     text = capsys.readouterr().out
     want = model(board_config(), TX81)
-    assert "template S1S2 (the one --block keeps)" in text
+    assert "template S1S2 (the one its block keeps)" in text
     assert "block 256x256, heads per pass 1, schedule serial, split bn" in text
     assert "72 block pairs on the busiest, load balance 87.5%" in text
     engine, reason, ms = want.top_stall

@@ -586,7 +586,7 @@ def _fuse_report(
 _TEMPLATE_SOURCE = {
     "shape": "seed 004's choice by shape",
     "knob": "given by --template",
-    "block": "the one --block keeps",
+    "block": "the one its block keeps",
 }
 
 

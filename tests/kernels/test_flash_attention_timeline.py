@@ -365,23 +365,34 @@ def _key_digits(m: FaModel) -> str:
     return str(value).zfill(13)[::-1]
 
 
+_SERIAL = {"pingpong": False, "double_issue": False}
+
+
 @pytest.mark.parametrize(
-    ("cfg", "template", "digits"),
+    ("knobs", "template", "digits"),
     [
         # seed 004 §2.2, low digit first: UB0, UB1, Block (AxisEnum B=0 S1=3 S2=4 NONE=9),
         # ImplMode (high performance 1), DType (FP16 0, BF16 2), Layout (BNSD 2),
         # Bmm1Format (ND 0), Sparse (ANY 2, CAUSAL 3), performance (NONE 0,
         # BIG_DOUBLE_BUFFER 2), hasDropOut, hasAttenMask, hasPse, enableL1Reuse
-        (board_config(), "S1S2", "3491220300100"),  # S2 = 2048 > 1024; causal -> mask
-        (FaConfig(b=1, n1=4, s1=512, d=64), "S1", "3991220220000"),  # 128 < S2 <= 1024
+        (None, "S1S2", "3491220300100"),  # the board: S2 = 2048 > 1024; causal -> mask
+        ({"b": 1, "n1": 4, "s1": 512, "d": 64}, "S1", "3991220220000"),  # 128 < S2 <= 1024
+        # S2 = 64 <= 128, 64 * 64 <= 512K: UB and cores split B
+        ({"b": 32, "n1": 2, "s1": 64, "d": 32, "dtype": "f16", **_SERIAL}, "B", "0901020200000"),
+        # the S1S2 shape with the S1 template forced: UB S1 only
         (
-            FaConfig(b=32, n1=2, s1=64, d=32, dtype="f16", pingpong=False, double_issue=False),
-            "B",
-            "0901020200000",  # S2 = 64 <= 128, 64 * 64 <= 512K: UB and cores split B
+            {"b": 1, "n1": 2, "s1": 512, "s2": 2048, "d": 64, "template": "S1"},
+            "S1",
+            "3991220220000",
         ),
+        # a B shape (S2 = 64) given 32-row blocks: the S1 template's axes (whole S2)
+        ({"b": 2, "n1": 2, "s1": 64, "d": 32, "block": (32, 64), **_SERIAL}, "S1", "3991220200000"),
     ],
 )
-def test_tiling_key_digits_by_hand(cfg: FaConfig, template: str, digits: str) -> None:
+def test_tiling_key_digits_by_hand(
+    knobs: dict[str, object] | None, template: str, digits: str
+) -> None:
+    cfg = board_config() if knobs is None else FaConfig(**knobs)  # type: ignore[arg-type]
     m = model(cfg, HW)
     assert m.template == template
     assert _key_digits(m) == digits
