@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -93,49 +94,48 @@ def test_backward_at_the_same_tiling(tmp_path: Path) -> None:
     assert bwd["limiting_engine"] in ENGINES
 
 
+def _fa_json(tmp_path: Path, argv: list[str], name: str = "fa.json") -> dict[str, Any]:
+    """``tx8lab fa`` with ``argv`` and ``--json``; the JSON report."""
+    out_json = tmp_path / name
+    assert main(["fa", *argv, "--json", str(out_json)]) == 0
+    data: dict[str, Any] = json.loads(out_json.read_text())
+    return data
+
+
 def test_default_models_the_templates_tiling(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # S2 = 2048 > 1024 -> S1S2 (seed 004 §1); 2 heads x ceil(512 / 64) = 16 row blocks,
     # not above 16 cores -> s1.i = 64; s2.i = 1024; the seed's V block 8 x 1024
-    out_json = tmp_path / "fa.json"
-    argv = ["fa", "--shape", "1,2,512,64", "--s2", "2048", "--json", str(out_json)]
-    assert main(argv) == 0
+    argv = ["--shape", "1,2,512,64", "--s2", "2048"]
+    data = _fa_json(tmp_path, argv)
     text = capsys.readouterr().out
     assert "template S1S2 (seed 004's choice by shape)" in text
     assert "block 64x1024, heads per pass 1" in text
     assert "C/V ratio V block 8 rows" in text
-    data = json.loads(out_json.read_text())
     assert data["searched"] is False
     assert (data["template"], data["template_source"]) == ("S1S2", "shape")
     assert data["config"]["block"] == [64, 1024]
     assert data["config"]["split"] == "fused"
     assert data["tile_pairs"] == [2] * 16
     # --template S1: s1.i * 2048 <= 1M, 2 x ceil(512 / s1.i) >= 16 -> 64; whole S2
-    forced_json = tmp_path / "forced.json"
-    assert main([*argv[:-2], "--template", "S1", "--json", str(forced_json)]) == 0
-    forced = json.loads(forced_json.read_text())
+    forced = _fa_json(tmp_path, [*argv, "--template", "S1"], "forced.json")
     assert (forced["template"], forced["template_source"]) == ("S1", "knob")
     assert forced["config"]["block"] == [64, 2048]
     assert forced["latency_ms"] != data["latency_ms"]
     # --no-cv-ratio: one CT command per op over the whole C block
-    off_json = tmp_path / "off.json"
-    assert main([*argv[:-2], "--no-cv-ratio", "--json", str(off_json)]) == 0
-    off = json.loads(off_json.read_text())
+    off = _fa_json(tmp_path, [*argv, "--no-cv-ratio"], "off.json")
     assert (off["config"]["cv_ratio"], off["config"]["v_rows"]) == (False, None)
     assert off["commands"] < data["commands"]
 
 
 def test_backward_template_is_chosen_and_overridable(tmp_path: Path) -> None:
-    out_json = tmp_path / "fa.json"
-    argv = ["fa", "--shape", "32,2,32,32", "--backward", "--json", str(out_json)]
-    assert main(argv) == 0
-    bwd = json.loads(out_json.read_text())["backward"]
+    argv = ["--shape", "32,2,32,32", "--backward"]
+    bwd = _fa_json(tmp_path, argv)["backward"]
     # N2*G*S1*S2 = 2048 < 8192 -> bn2gs1s2_b: b.i = 2 (16 passes on 16 cores), 4 heads
     assert bwd["template"] == "bn2gs1s2_b"
     assert (bwd["config"]["block"], bwd["config"]["head_batch"]) == ([32, 32], 4)
-    assert main([*argv, "--fag-template", "s1s2_bn2gs1s2"]) == 0
-    forced = json.loads(out_json.read_text())["backward"]
+    forced = _fa_json(tmp_path, [*argv, "--fag-template", "s1s2_bn2gs1s2"])["backward"]
     assert (forced["template"], forced["template_source"]) == ("s1s2_bn2gs1s2", "knob")
     assert forced["config"]["head_batch"] == 1
 

@@ -194,5 +194,7 @@ def test_small_templates_batch_heads_in_one_pass() -> None:
     ]
     with pytest.raises(Tx8labError, match=r"FAG template 'b'"):
         fag_model(replace(cfg, fag_template="b"), HW)
-    with pytest.raises(Tx8labError, match=r"bn2gs1s2_b keeps whole S1 x S2"):
+    with pytest.raises(
+        Tx8labError, match=r"FAG template bn2gs1s2_b does not admit block \(16, 32\)"
+    ):
         fag_model(replace(cfg, fag_template="bn2gs1s2_b", block=(16, 32)), HW)

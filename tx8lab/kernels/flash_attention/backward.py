@@ -63,24 +63,21 @@ from tx8lab.kernels.flash_attention.stream import (
     run_tiles,
 )
 from tx8lab.kernels.flash_attention.templates import (
+    BACKWARD_TEMPLATES,
     BackwardTemplate,
-    backward_template,
     backward_templates,
 )
 from tx8lab.kernels.flash_attention.timeline import (
     MAX_BLOCK_PAIRS,
     FaConfig,
     FaTilingError,
-    check_batch,
+    apply_template,
     check_config,
     check_size,
-    fit_tiling,
-    given_block_template,
     heads_tag,
     kv_group,
     kv_per_pass,
     split_units,
-    v_block_rows,
     vector_op,
 )
 
@@ -140,35 +137,15 @@ def resolve_backward(cfg: FaConfig, hw: ChipConfig) -> tuple[FaConfig, BackwardT
     block runs under the first matching template that admits it (the S1S2 ones admit any).
     """
     check_config(cfg, "FAG")
-    g, tiles = cfg.group, hw.tile_count
-    rows = backward_templates(cfg.b, cfg.kv_heads, g, cfg.s1, cfg.keys, tiles)
-    source = "shape"
-    if cfg.fag_template is not None:
-        tmpl = backward_template(cfg.b, cfg.kv_heads, g, cfg.s1, cfg.keys, tiles, cfg.fag_template)
-        source = "knob"
-        if cfg.block is not None and not tmpl.admits(cfg.s1, cfg.keys, cfg.block):
-            raise FaTilingError(
-                f"FAG template {tmpl.name} keeps whole S1 x S2 ({cfg.s1}x{cfg.keys}) blocks, "
-                f"got block {cfg.block}: drop the block or the template"
-            )
-    elif cfg.block is None:
-        tmpl = next(t for t in rows if t.matched)
-    else:
-        tmpl, source = given_block_template(rows, cfg.block, cfg.s1, cfg.keys, "FAG")
-    out = replace(
-        cfg,
-        fag_template=tmpl.name,
-        block=cfg.block or tmpl.block,
-        head_batch=cfg.head_batch or tmpl.heads,
-        split=cfg.split or tmpl.split,  # type: ignore[arg-type]
-    )
-    check_batch(out, "FAG")
+    rows = backward_templates(cfg.b, cfg.kv_heads, cfg.group, cfg.s1, cfg.keys, hw.tile_count)
     usable = hw.tile.spm_usable_bytes
-    out = fit_tiling(
-        out, tmpl, (cfg.block is None, cfg.head_batch is None), lambda c: fag_spm_bytes(c) <= usable
+    out, tmpl, source = apply_template(
+        cfg,
+        rows,
+        (cfg.fag_template, BACKWARD_TEMPLATES, "FAG"),
+        lambda c: fag_spm_bytes(c) <= usable,
     )
-    if out.v_rows is None and out.cv_ratio:
-        out = replace(out, v_rows=v_block_rows(out.c_block[1], out.vector_dtype))
+    out = replace(out, fag_template=tmpl.name)
     return out, tmpl, source
 
 

@@ -74,7 +74,7 @@ Readings chosen where the seed is vague:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, Protocol, TypeVar
 
@@ -344,7 +344,8 @@ def choose_forward_template(
     return next(t for t in forward_templates(b, n2, g, s1, s2, limits) if t.matched)
 
 
-def _named(name: str, rows: list[_T], what: str, names: tuple[str, ...]) -> _T:
+def named_template(name: str, rows: Sequence[_T], what: str, names: tuple[str, ...]) -> _T:
+    """The template called ``name`` among ``rows``, or one error naming the choices."""
     got = next((t for t in rows if t.name == name), None)
     if got is None:
         raise Tx8labError(
@@ -372,7 +373,7 @@ def forward_template(
     rows = forward_templates(b, n2, g, s1, s2, limits)
     if name is None:
         return next(t for t in rows if t.matched)
-    return _named(name, rows, "FA", FORWARD_TEMPLATES)
+    return named_template(name, rows, "FA", FORWARD_TEMPLATES)
 
 
 BackwardName = Literal["bn2gs1s2_b", "n2gs1s2_bn1", "s1s2_bn2", "s1s2_bn2gs1s2"]
@@ -466,7 +467,7 @@ def backward_template(
     rows = backward_templates(b, n2, g, s1, s2, cores)
     if name is None:
         return next(t for t in rows if t.matched)
-    return _named(name, rows, "FAG", BACKWARD_TEMPLATES)
+    return named_template(name, rows, "FAG", BACKWARD_TEMPLATES)
 
 
 def forward_tiling_key(
@@ -519,5 +520,6 @@ __all__ = [
     "forward_template",
     "forward_templates",
     "forward_tiling_key",
+    "named_template",
     "tx8_limits",
 ]

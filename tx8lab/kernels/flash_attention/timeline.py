@@ -149,11 +149,12 @@ from tx8lab.kernels.flash_attention.stream import (
     run_tiles,
 )
 from tx8lab.kernels.flash_attention.templates import (
+    FORWARD_TEMPLATES,
     Template,
     encode_tiling_key,
-    forward_template,
     forward_templates,
     forward_tiling_key,
+    named_template,
     tx8_limits,
 )
 
@@ -178,10 +179,22 @@ BOARD: dict[str, object] = {
 
 
 class _Tiled(Protocol):
-    """A template as :func:`given_block_template` reads it (forward or backward)."""
+    """A template as :func:`apply_template` reads it (forward or backward)."""
+
+    @property
+    def name(self) -> str: ...
 
     @property
     def matched(self) -> bool: ...
+
+    @property
+    def block(self) -> tuple[int, int]: ...
+
+    @property
+    def heads(self) -> int: ...
+
+    @property
+    def split(self) -> str: ...
 
     def admits(self, s1: int, s2: int, block: tuple[int, int]) -> bool: ...
 
@@ -512,38 +525,57 @@ def resolve(cfg: FaConfig, hw: ChipConfig) -> tuple[FaConfig, Template, str]:
     a given ``template`` must admit a given ``block``.
     """
     check_config(cfg)
-    rows = forward_templates(cfg.b, cfg.kv_heads, cfg.group, cfg.s1, cfg.keys, tx8_limits(hw))
+    limits = tx8_limits(hw)
+    rows = forward_templates(cfg.b, cfg.kv_heads, cfg.group, cfg.s1, cfg.keys, limits)
+    usable = hw.tile.spm_usable_bytes
+    out, tmpl, source = apply_template(
+        cfg,
+        rows,
+        (cfg.template, FORWARD_TEMPLATES, "FA"),
+        lambda c: spm_bytes(c, bool(c.kv_resident)) <= usable,
+    )
+    out = replace(out, template=tmpl.name)
+    return out, tmpl, source
+
+
+def apply_template(
+    cfg: FaConfig,
+    rows: Sequence[T],
+    named: tuple[str | None, tuple[str, ...], str],
+    fits: Callable[[FaConfig], bool],
+) -> tuple[FaConfig, T, str]:
+    """The template of ``rows`` (forward or backward) and ``cfg`` with its tiling filled in.
+
+    ``named`` = (the template knob's value, the template names, ``FA``/``FAG``). The
+    template: the named one (source ``knob``; it must admit a given block), else for a
+    given block :func:`given_block_template` (``block``), else the first whose condition
+    holds (``shape``). It fills the knobs left None (block, heads per pass, core split),
+    shrinks what it gave until ``fits`` (:func:`fit_tiling`) and, with ``cv_ratio``, sets
+    the V block rows.
+    """
+    name, names, what = named
     source = "shape"
-    if cfg.template is not None:
-        tmpl = forward_template(
-            cfg.b, cfg.kv_heads, cfg.group, cfg.s1, cfg.keys, tx8_limits(hw), cfg.template
-        )
+    if name is not None:
+        tmpl = named_template(name, rows, what, names)
         source = "knob"
         if cfg.block is not None and not tmpl.admits(cfg.s1, cfg.keys, cfg.block):
             raise FaTilingError(
-                f"FA template {tmpl.name} splits {'/'.join(tmpl.ub_axes)} in the UB but block "
-                f"{cfg.block} splits S1={cfg.s1} x S2={cfg.keys} otherwise: drop the block "
-                "or the template"
+                f"{what} template {tmpl.name} does not admit block {cfg.block} at "
+                f"S1={cfg.s1} x S2={cfg.keys} (seed 004 §1: S1 keeps the whole S2 in a block; "
+                "B and the small FAG templates whole S1 x S2): drop the block or the template"
             )
     elif cfg.block is None:
         tmpl = next(t for t in rows if t.matched)
     else:
-        tmpl, source = given_block_template(rows, cfg.block, cfg.s1, cfg.keys, "FA")
+        tmpl, source = given_block_template(rows, cfg.block, cfg.s1, cfg.keys, what)
     out = replace(
         cfg,
-        template=tmpl.name,
         block=cfg.block or tmpl.block,
         head_batch=cfg.head_batch or tmpl.heads,
         split=cfg.split or tmpl.split,  # type: ignore[arg-type]
     )
-    check_batch(out, "FA")
-    usable = hw.tile.spm_usable_bytes
-    out = fit_tiling(
-        out,
-        tmpl,
-        (cfg.block is None, cfg.head_batch is None),
-        lambda c: spm_bytes(c, bool(c.kv_resident)) <= usable,
-    )
+    check_batch(out, what)
+    out = fit_tiling(out, tmpl, (cfg.block is None, cfg.head_batch is None), fits)
     if out.v_rows is None and out.cv_ratio:
         out = replace(out, v_rows=v_block_rows(out.c_block[1], out.vector_dtype))
     return out, tmpl, source
@@ -980,12 +1012,12 @@ def check_size(
 ) -> int:
     """The block pairs of a resolved ``cfg``, refused above ``max_block_pairs``.
 
-    Passes x row blocks x column blocks (the pairs a causal mask skips counted too),
-    counted before anything is built; a pass of several heads is one pair per block.
+    B x N1 x row blocks x column blocks (the pairs a causal mask skips counted too, a
+    pass of several heads counted per head), counted before anything is built.
     ``max_block_pairs`` None: no bound.
     """
     br, bc = cfg.c_block
-    pairs = cfg.passes * -(-cfg.s1 // br) * -(-cfg.keys // bc)
+    pairs = cfg.b * cfg.n1 * -(-cfg.s1 // br) * -(-cfg.keys // bc)
     if max_block_pairs is not None and pairs > max_block_pairs:
         raise FaTooLarge(
             f"{what} shape B={cfg.b} N={cfg.n1} S1={cfg.s1} S2={cfg.keys} at block {br}x{bc}: "
@@ -1219,10 +1251,12 @@ __all__ = [
     "MAX_BLOCK_PAIRS",
     "READINGS",
     "SCHEDULES",
+    "V_BLOCK_BYTES",
     "FaConfig",
     "FaModel",
     "FaTilingError",
     "FaTooLarge",
+    "apply_template",
     "board_config",
     "build_tile",
     "calibration",
