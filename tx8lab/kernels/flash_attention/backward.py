@@ -9,6 +9,14 @@ DMA / TDMA laws, vector commands timed by the op library's CT law) and plays it 
 :func:`tx8lab.hw.sim.simulate`; the knobs are the forward's (:class:`~.timeline.FaConfig`:
 ``transpose``, ``io_layout``, ``vector_dtype``, ``sync_issue`` ...).
 
+The backward template comes first (:func:`resolve_backward`): seed 004 §1's four FAG
+templates by priority (``fag_template=`` overrides the choice) give the tiling that is
+simulated: ``s1s2_bn2gs1s2`` 128 x 128 blocks (the Cube base, §2.1) with the cores on the
+fused (head, key block) axis; ``s1s2_bn2`` the same blocks with a KV head's G query heads
+and all their blocks on one tile (cores split B·N2); ``n2gs1s2_bn1`` and ``bn2gs1s2_b``
+whole S1 x S2 blocks, ``n2.i*G`` or ``b.i*N2*G`` heads per pass in one batched step (NE
+``batch`` = the heads, one vector command over all their rows).
+
 Loop order (FA-2, key/value outer): a tile owns (head, key block j) units; for each it loads
 K_j and V_j, makes the operands the NE reads (Kᵀ for S = Q Kᵀ, K in NCx for dQ = dS K,
 Vᵀ for dP = dO Vᵀ), keeps dK_j and dV_j (``vector_dtype``, NCx) in SPM and walks the row
@@ -31,18 +39,23 @@ and store them.
 Readings chosen where the seed is vague:
 
 - TX8 documents no atomic add into DDR, so dQ is a read-modify-write of a workspace
-  (Ascend's FAG adds into GM atomically); the final dQ cast is not charged. With
-  ``split="bns1"`` tiles that share a head's rows would also need a cross-tile dQ
-  reduction, which is not modelled (each tile's first visit stores its own partial).
+  (Ascend's FAG adds into GM atomically); the final dQ cast is not charged. When
+  tiles share a head's rows (``fused``/``bns1`` splits) they would also need a
+  cross-tile dQ reduction, which is not modelled (each tile's first visit stores its own
+  partial).
 - The transposed NE operands (Kᵀ, Vᵀ, Pᵀ, dSᵀ) are made as the forward makes Kᵀ
   (``transpose``: TDMA single-element GatherScatter by default, or the CT's
   ``Transpose``, or read by the NE as a what-if). Under the default the per-pair Pᵀ and
   dSᵀ moves dominate: the TDMA, not the NE, bounds the backward.
 - ``double_issue`` issues the next pair's loads and ``NE S`` before the rest of the
   current pair (the NE runs one block ahead), as in the forward model; it needs ping-pong.
-- Core split: ``"bn"`` whole heads round robin, ``"bns1"`` (here: key blocks, the FAG's
-  outer axis) weighted by their pair counts, longest first. The ``D`` pre-pass is not
-  charged (one CT op per output element, small next to the pairs).
+- Core split (a ``split`` knob overrides the template's): ``"fused"`` contiguous ranges
+  of the (head, key block) units of about equal weight, ``"bn2"`` whole KV heads round
+  robin, ``"bn"`` whole heads round robin, ``"bns1"`` key blocks (the FAG's outer axis)
+  weighted by their pair counts, longest first. The seed's ``s1s2_bn2gs1s2`` splits
+  S1o too (Ascend adds dK/dV across cores atomically); here a key block's rows stay on
+  one tile so dK_j and dV_j accumulate in its SPM. The ``D`` pre-pass is not charged
+  (one CT op per output element, small next to the pairs).
 - dK_j and dV_j have one slot each (the next key block's first products wait for their
   cast); K and V operands two unit slots (the next unit's load overlaps).
 """
