@@ -34,16 +34,21 @@ Readings chosen:
   producer/consumer pair on stdout and, with ``--json``, writes the report of
   :func:`tx8lab.kernels.loop_fusion.report`; ``--print-fused`` appends the fused MLIR.
 - ``fa --shape B,N,S,D`` models the FlashAttention forward kernel on the chip
-  (:mod:`tx8lab.kernels.flash_attention.timeline`, timed by the tile simulator). With
-  ``--block BR,BC`` it models that tiling with ``--schedule`` (default ``serial``: one
-  buffer, the board kernel's pipelining) and ``--split`` (default ``bn``, whole heads per
-  tile); without ``--block`` it searches block sizes x schedules x splits, every candidate
-  under the baseline's issue model and readings, and reports the best. The text names the
-  limiting engine and its largest stall. ``--json`` writes ``latency_ms`` (slowest tile's
+  (:mod:`tx8lab.kernels.flash_attention.timeline`, timed by the tile simulator). The
+  template comes first: seed 004's rule picks it from the shape (``--template S1S2|S1|B``
+  overrides it) and it gives the tiling that is simulated (C block, heads per pass,
+  core split), with ``--schedule`` (default ``serial``: one buffer, the board kernel's
+  pipelining); ``--block BR,BC`` and ``--split`` override the template's block and core
+  split; the seed's C/V ratio (the Vector's 8 x 1024 blocks) is on, ``--no-cv-ratio``
+  turns it off. ``--search`` searches block sizes x schedules x splits instead (the
+  template's own tiling among them), every candidate under the baseline's issue model
+  and readings, and reports the best. The text names the template, how it was chosen,
+  the limiting engine and its largest stall. ``--json`` writes ``latency_ms`` (slowest tile's
   kernel body), ``tile_ms``, ``busy_ms`` (keys ``ne ct rdma wdma tdma kcore``, the largest
   over the tiles), ``stall_ms`` (slowest tile, by engine and reason), the split, template
   and tiling key; for the board's shape also the calibration table.
-  ``--backward`` adds the backward pass (FAG) modelled at the same tiling.
+  ``--backward`` adds the backward pass (FAG) at its own template's tiling
+  (``--fag-template`` overrides the choice; ``--block`` applies to it too).
 - ``testcase OP --seed N --out DIR`` writes seed 001's random test cases of an op kind
   (:mod:`tx8lab.kernels.op_testcase`), case ``i`` of ``--count K`` with seed ``N + i``;
   ``all`` makes one case per kind the generator covers. One line per case: op, drawn
@@ -602,6 +607,14 @@ def _fuse_report(
     return 0
 
 
+#: How ``tx8lab fa`` names a template's source (``FaModel.template_source``).
+_TEMPLATE_SOURCE = {
+    "shape": "seed 004's choice by shape",
+    "knob": "given by --template",
+    "block": "the one its block keeps",
+}
+
+
 def _cmd_fa(args: argparse.Namespace, out: TextIO) -> int:
     shape = _ints(args.shape, 4, "--shape", "B,N,S,D e.g. 1,28,2048,128")
     hw, _ = _hw_from_args(args)
@@ -627,7 +640,6 @@ def _fa(
     hw: Any,
     json_tmp: Path | None,
 ) -> int:
-    from dataclasses import replace
 
     from tx8lab.kernels.flash_attention.timeline import (
         BOARD,
@@ -646,12 +658,12 @@ def _fa(
         b=b, n1=n, s1=s, d=d, s2=args.s2, n2=args.kv_heads, causal=args.causal,
         dtype=args.dtype, pingpong=pp, double_issue=di, sync_issue=args.sync_issue,
         split=args.split, vector_dtype=args.vector_dtype, transpose=args.transpose,
-        io_layout=args.io_layout,
+        io_layout=args.io_layout, template=args.template, fag_template=args.fag_template,
+        cv_ratio=not args.no_cv_ratio, block=(block[0], block[1]) if block else None,
     )  # fmt: skip
     data: dict[str, Any]
-    if block is not None:
-        br, bc = block
-        result = model(replace(cfg, block=(br, bc)), hw, max_block_pairs=max_pairs)
+    if not args.search:
+        result = model(cfg, hw, max_block_pairs=max_pairs)
         data = result.as_dict()
         data["searched"] = False
         out.write(f"FlashAttention forward {shape} causal={args.causal} on {hw.name}\n")
@@ -661,9 +673,10 @@ def _fa(
         data["searched"] = True
         data["tried"] = [
             {
-                "block": list(m.config.block),
+                "block": list(m.config.c_block),
                 "schedule": schedule_name(m.config),
                 "split": m.config.split,
+                "template": m.template,
                 "latency_ms": m.latency_ms,
                 "limiting_engine": m.limiting_engine,
             }
@@ -678,11 +691,15 @@ def _fa(
     busy = ", ".join(f"{k} {v:.3f}" for k, v in result.busy_ms.items())
     waits = ", ".join(f"{k} {v:.3f}" for k, v in result.waiting_on().items())
     waits = f" (waiting on {waits})" if waits and reason == "dependency" else ""
+    br, bc = c.c_block
+    chosen = _TEMPLATE_SOURCE[result.template_source]
+    ratio = f"V block {c.v_rows} rows" if c.v_rows is not None else "off"
     out.write(
-        f"  block {c.block[0]}x{c.block[1]}, schedule {schedule_name(c)}, split {c.split}, "
-        f"K/V resident {result.kv_resident}, SPM {result.spm_bytes:,} B\n"
-        f"  vector math {c.vector_dtype}, K^T by {c.transpose}, DDR layout {c.io_layout}\n"
-        f"  template {result.template}, tiling key {result.tiling_key}\n"
+        f"  template {result.template} ({chosen}), tiling key {result.tiling_key}\n"
+        f"  block {br}x{bc}, heads per pass {c.heads_per_pass}, schedule {schedule_name(c)}, "
+        f"split {c.split}, K/V resident {result.kv_resident}, SPM {result.spm_bytes:,} B\n"
+        f"  vector math {c.vector_dtype}, C/V ratio {ratio}, K^T by {c.transpose}, "
+        f"DDR layout {c.io_layout}\n"
         f"  latency {result.latency_ms:.3f} ms (slowest tile {result.busiest_tile}, "
         f"{max(result.tile_pairs)} block pairs on the busiest, load balance "
         f"{100 * result.load_balance:.1f}%)\n"
@@ -694,7 +711,7 @@ def _fa(
         from tx8lab.kernels.flash_attention.backward import fag_model
 
         try:
-            bwd = fag_model(c, hw, max_block_pairs=max_pairs)
+            bwd = fag_model(cfg, hw, max_block_pairs=max_pairs)
         except Tx8labError as err:
             data["backward"] = {"error": str(err)}
             out.write(f"  backward at this tiling: {err}\n")
@@ -702,8 +719,12 @@ def _fa(
             data["backward"] = bwd.as_dict()
             engine, reason, ms = bwd.top_stall
             busy = ", ".join(f"{k} {v:.3f}" for k, v in bwd.busy_ms.items())
+            bc_ = bwd.config.c_block
             out.write(
-                f"  backward ({bwd.template}): latency {bwd.latency_ms:.3f} ms, limiting "
+                f"  backward template {bwd.template} "
+                f"({_TEMPLATE_SOURCE[bwd.template_source]}), block {bc_[0]}x{bc_[1]}, "
+                f"heads per pass {bwd.config.heads_per_pass}, split {bwd.config.split}\n"
+                f"  backward: latency {bwd.latency_ms:.3f} ms, limiting "
                 f"engine {bwd.limiting_engine}, largest stall {engine} {reason} {ms:.3f} ms\n"
                 f"    busy ms {busy}\n"
             )
@@ -1024,20 +1045,48 @@ def build_parser() -> argparse.ArgumentParser:
     )
     fuse.set_defaults(func=_cmd_fuse)
 
+    from tx8lab.kernels.flash_attention.templates import BACKWARD_TEMPLATES, FORWARD_TEMPLATES
     from tx8lab.kernels.flash_attention.timeline import MAX_BLOCK_PAIRS as FA_MAX_BLOCK_PAIRS
 
     fa = sub.add_parser(
         "fa",
         help="model the FlashAttention forward kernel on the chip (per-tile command streams)",
         description=(
-            "Model FlashAttention forward on the TX8 tile simulator: C/V tiling, ping-pong, "
-            "cube double issue, core split, layout moves. Without --block, search the "
-            "tilings (every candidate modelled like the baseline)."
+            "Model FlashAttention forward on the TX8 tile simulator: the template seed 004 "
+            "chooses by shape gives the tiling (C/V tiling, core split), then ping-pong, "
+            "cube double issue and layout moves. --search searches the tilings (every "
+            "candidate modelled like the baseline)."
         ),
     )
     fa.add_argument("--shape", required=True, metavar="B,N,S,D", help="query shape (BNSD)")
     fa.add_argument("--causal", action="store_true", help="causal mask (prefill)")
-    fa.add_argument("--block", metavar="BR,BC", help="NE block (rows of Q, columns of K)")
+    fa.add_argument(
+        "--template",
+        choices=FORWARD_TEMPLATES,
+        default=None,
+        help="forward template (default: seed 004's choice by shape); it gives the tiling",
+    )
+    fa.add_argument(
+        "--fag-template",
+        choices=BACKWARD_TEMPLATES,
+        default=None,
+        help="backward template for --backward (default: seed 004's choice by priority)",
+    )
+    fa.add_argument(
+        "--block",
+        metavar="BR,BC",
+        help="NE block (rows of Q, columns of K); default the template's",
+    )
+    fa.add_argument(
+        "--no-cv-ratio",
+        action="store_true",
+        help="one CT command over the whole C block (default: seed 004's 8 x 1024 V blocks)",
+    )
+    fa.add_argument(
+        "--search",
+        action="store_true",
+        help="search block sizes x schedules x splits instead of the template's tiling",
+    )
     fa.add_argument(
         "--schedule",
         choices=("serial", "pingpong", "double-issue"),
@@ -1046,9 +1095,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     fa.add_argument(
         "--split",
-        choices=("bn", "bns1"),
-        default="bn",
-        help="core split: whole heads (bn, default) or row blocks (bns1)",
+        choices=("fused", "bn", "bn2", "bns1"),
+        default=None,
+        help="core split (default the template's): contiguous ranges of the fused axes "
+        "(fused), whole heads (bn), whole KV heads (bn2), row blocks by weight (bns1)",
     )
     fa.add_argument("--dtype", choices=("bf16", "f16", "f32"), default="bf16")
     fa.add_argument(

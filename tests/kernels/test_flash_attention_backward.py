@@ -49,7 +49,7 @@ def _check_ordering(m: FagModel) -> None:
 @given(fa_configs(forward=False))
 def test_backward_ordering_contract(cfg: FaConfig) -> None:
     m = fag_model(cfg, HW)
-    pairs = block_pairs(cfg.s1, cfg.keys, cfg.block[0], cfg.block[1], cfg.causal)
+    pairs = block_pairs(cfg.s1, cfg.keys, *m.config.c_block, cfg.causal)
     assert sum(m.tile_pairs) == cfg.b * cfg.n1 * len(pairs)
     _check_ordering(m)
     assert set(m.busy_ms) == {"ne", "ct", "rdma", "wdma", "tdma", "kcore"}
@@ -126,3 +126,75 @@ def test_backward_errors() -> None:
         fag_model(board_config(double_issue=True), HW)
     with pytest.raises(Tx8labError, match="FAG GQA"):
         fag_model(board_config(n2=3), HW)
+
+
+# The FAG templates (seed 004 §1) by priority; thresholds 64 * 128 = 8192 elements and
+# B * N2 > 16 cores. Their tiling: S1S2 ones the Cube base block 128 x 128 (§2.1); the
+# small ones whole S1 x S2 blocks with b.i*N2*G / n2.i*G heads per pass.
+
+
+def _ne_s(m: FagModel) -> list[tuple[str, int]]:
+    return [(c.label, c.cycles) for c in m.commands if c.label.startswith("NE S=QK^T")]
+
+
+def test_fallback_template_splits_the_fused_axes() -> None:
+    # N2*G*S1*S2 and G*S1*S2 >= 8192, B*N2 = 4 <= 16: s1s2_bn2gs1s2, block 128 x 128:
+    # 4 heads x 4 key blocks = 16 (head, key block) units of 4 pairs, one per tile
+    m = fag_model(FaConfig(b=1, n1=4, s1=512, d=64, pingpong=False, double_issue=False), HW)
+    assert (m.template, m.template_source) == ("s1s2_bn2gs1s2", "shape")
+    assert m.config.block == (128, 128)
+    assert m.tile_pairs == (4,) * 16
+    cyc = laws.ne(128, 64, 128, "bf16", HW).cycles(HW)
+    assert [c for _, c in _ne_s(m)] == [cyc] * 4
+
+
+def test_bn2_template_keeps_a_kv_heads_query_heads_on_one_tile() -> None:
+    # B*N2 = 4 * 8 = 32 > 16 -> s1s2_bn2: the cores split B*N2, so KV head k (query heads
+    # 2k, 2k+1) goes to tile k % 16: tile 0 holds query heads 0, 1, 32, 33
+    cfg = FaConfig(b=4, n1=16, n2=8, s1=256, d=64, pingpong=False, double_issue=False)
+    m = fag_model(cfg, HW)
+    assert m.template == "s1s2_bn2"
+    assert m.config.split == "bn2"
+    units = split_fag_work(m.config, 16)
+    assert sorted({h for h, _ in units[0]}) == [0, 1, 32, 33]
+    assert m.tile_pairs == (16,) * 16  # 4 heads x 2 key blocks x 2 row blocks
+    # the fallback forced on the same shape cuts the fused (head, key block) axis in
+    # contiguous ranges instead: tile 0 holds query heads 0..3
+    fused = fag_model(replace(cfg, fag_template="s1s2_bn2gs1s2"), HW)
+    assert (fused.template, fused.template_source) == ("s1s2_bn2gs1s2", "knob")
+    assert sorted({h for h, _ in split_fag_work(fused.config, 16)[0]}) == [0, 1, 2, 3]
+    assert [c.label for c in fused.commands] != [c.label for c in m.commands]
+
+
+def test_small_templates_batch_heads_in_one_pass() -> None:
+    # bn2gs1s2_b: N2*G*S1*S2 = 2 * 32 * 32 = 2048 < 8192; b.i*2048 < 8192 -> 3, and
+    # ceil(32 / b.i) >= 16 cores -> 2: 16 passes of 2 * 2 heads, one per tile
+    cfg = FaConfig(b=32, n1=2, s1=32, d=32, pingpong=False, double_issue=False)
+    m = fag_model(cfg, HW)
+    assert m.template == "bn2gs1s2_b"
+    assert (m.config.block, m.config.head_batch) == ((32, 32), 4)
+    assert m.tile_pairs == (4,) * 16
+    assert _ne_s(m) == [
+        ("NE S=QK^T h0-3 i0 j0", laws.ne(32, 32, 32, "bf16", HW, batch=4).cycles(HW))
+    ]
+    # forcing the fallback: one head per step, 128 x 128 blocks capped at 32 x 32
+    single = fag_model(replace(cfg, fag_template="s1s2_bn2gs1s2"), HW)
+    assert (single.config.block, single.config.head_batch) == ((32, 32), 1)
+    one = laws.ne(32, 32, 32, "bf16", HW).cycles(HW)
+    assert [c for _, c in _ne_s(single)] == [one] * 4
+    # n2gs1s2_bn1: N2*G*S1*S2 = 4 * 2 * 32 * 32 = 8192 (not < 8192), G*S1*S2 = 2048;
+    # n2.i*2048 < 8192 -> 3 but 2 batches x ceil(4 / n2.i) >= 8 passes -> n2.i = 1: a
+    # pass is one KV head's G = 2 query heads, 8 passes on 8 tiles
+    gqa = fag_model(FaConfig(b=2, n1=8, n2=4, s1=32, d=32, pingpong=False, double_issue=False), HW)
+    assert gqa.template == "n2gs1s2_bn1"
+    assert gqa.config.head_batch == 2
+    assert sorted(gqa.tile_pairs) == [0] * 8 + [2] * 8
+    assert _ne_s(gqa) == [
+        ("NE S=QK^T h0-1 i0 j0", laws.ne(32, 32, 32, "bf16", HW, batch=2).cycles(HW))
+    ]
+    with pytest.raises(Tx8labError, match=r"FAG template 'b'"):
+        fag_model(replace(cfg, fag_template="b"), HW)
+    with pytest.raises(
+        Tx8labError, match=r"FAG template bn2gs1s2_b does not admit block \(16, 32\)"
+    ):
+        fag_model(replace(cfg, fag_template="bn2gs1s2_b", block=(16, 32)), HW)

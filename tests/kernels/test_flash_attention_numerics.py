@@ -192,3 +192,52 @@ def test_gqa_head_count_must_divide() -> None:
     k = np.zeros((1, 2, 2, 4), dtype=np.float32)
     with pytest.raises(Tx8labError, match="GQA"):
         flash_forward(q, k, k, Attention())
+
+
+@pytest.mark.parametrize(
+    ("shape", "template", "block"),
+    [
+        # seed 004 §1 at the seed's thresholds (TemplateLimits()): S2 = 1100 > 1024 -> S1S2,
+        # outer 2 heads x ceil(20 / 64) = 2 <= 16 cores -> s1.i = 64, capped at S1;
+        # s2.i = 1024
+        ((1, 2, 20, 1100, 4), None, (20, 1024)),
+        # S1 forced: s1.i * align16(1100) <= 128K -> 112, <= align16(20) = 32; 2 heads x
+        # ceil(20 / 32) = 2 blocks; 16 rows would give 4, still under 16 cores -> 16
+        ((1, 2, 20, 1100, 4), "S1", (16, 1100)),
+        # S2 = 200 > 128 -> S1: s1.i <= min(align16(40) = 48, 128K / 208 = 630) -> 48;
+        # 2 x 2 heads x ceil(40 / 16) = 12 blocks at 16 rows, under 16 cores -> 16
+        ((2, 2, 40, 200, 8), None, (16, 200)),
+        # S2 = 9 <= 128, area 16 * 16 <= 64K -> B: whole S1 x S2 blocks
+        ((2, 2, 7, 9, 8), None, (7, 9)),
+    ],
+)
+def test_numerics_follow_the_template_tiling(
+    shape: tuple[int, int, int, int, int], template: str | None, block: tuple[int, int]
+) -> None:
+    """The tiled kernels at a template's tiling match the reference.
+
+    The same bits as that block given by hand, within the reference's tolerances.
+    """
+    b, n, s1, s2, d = shape
+    rng = np.random.default_rng(s1 * s2)
+    q = rng.standard_normal((b, n, s1, d)).astype(np.float32)
+    k, v = (rng.standard_normal((b, n, s2, d)).astype(np.float32) for _ in range(2))
+    dout = rng.standard_normal(q.shape).astype(np.float32)
+    for dtype in DTYPE_CHOICES:
+        attn = Attention(causal=True, dtype=dtype)
+        fwd = flash_forward(q, k, v, attn, template=template)
+        by_hand = flash_forward(q, k, v, attn, block=block)
+        assert np.array_equal(fwd.out, by_hand.out)
+        assert np.array_equal(fwd.lse, by_hand.lse)
+        ref = reference_forward(q, k, v, attn)
+        _close(fwd.out, ref.out, dtype, "out")
+        # the FAG template (G = 1, B*N2 <= 16): s1s2_bn2gs1s2 (G*S1*S2 >= 8192) takes
+        # 128 x 128 blocks, the small ones (G*S1*S2 < 8192) whole S1 x S2
+        fag_block = (min(128, s1), min(128, s2)) if s1 * s2 >= 8192 else (s1, s2)
+        grads = flash_backward(q, k, v, fwd.out, dout, fwd.lse, attn)
+        hand = flash_backward(q, k, v, fwd.out, dout, fwd.lse, attn, block=fag_block)
+        want = reference_backward(q, k, v, dout, attn)
+        mag = float(np.abs(dout).max() * np.abs(v).max() * max(np.abs(q).max(), np.abs(k).max()))
+        for name in ("dq", "dk", "dv"):
+            assert np.array_equal(getattr(grads, name), getattr(hand, name))
+            _close(getattr(grads, name), getattr(want, name), dtype, name, mag)

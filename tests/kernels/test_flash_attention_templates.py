@@ -13,11 +13,13 @@ from tx8lab.kernels.flash_attention.templates import (
     TILINGKEYOFFSET,
     TemplateLimits,
     TilingKey,
+    backward_template,
     backward_templates,
     choose_backward_template,
     choose_forward_template,
     decode_tiling_key,
     encode_tiling_key,
+    forward_template,
     forward_templates,
     forward_tiling_key,
     tx8_limits,
@@ -75,10 +77,16 @@ def test_unknown_field_value_is_named() -> None:
         ((1, 1, 1, 64, 4096), "S1S2", {"S1": 64, "S2": 1024}),
         # S2 = 512 > 128: S1 template, s1.i * 512 <= 128K -> 256
         ((2, 4, 2, 1000, 512), "S1", {"S1": 256}),
-        # S2 = 128, align16(600) * 128 = 77824 > 64K -> S1; 128K / 128 = 1024 -> capped at 608
-        ((1, 1, 1, 600, 128), "S1", {"S1": 600}),
-        # small: B template, B.i * 2 * 2 * 64 * 64 <= 128K -> 8
-        ((16, 2, 2, 64, 64), "B", {"B": 8}),
+        # S2 = 128, align16(600) * 128 = 77824 > 64K -> S1; 128K / 128 = 1024 -> capped at
+        # 608; one head: 16 blocks keep the 16 cores busy (38 would at s1.i = 16), so
+        # ceil(600 / s1.i) >= 16 -> s1.i <= 37.5 -> 32
+        ((1, 1, 1, 600, 128), "S1", {"S1": 32}),
+        # S1 = 512 on 4 heads: 4 * ceil(512 / s1.i) >= 16 -> s1.i < 170.7 -> 160
+        ((1, 4, 1, 512, 512), "S1", {"S1": 160}),
+        # small: B template, B.i * 2 * 2 * 64 * 64 <= 128K -> 8; 16 batches on 16 cores -> 1
+        ((16, 2, 2, 64, 64), "B", {"B": 1}),
+        # 64 batches: the bound 8 leaves 8 passes; ceil(64 / B.i) >= 16 -> B.i = 4
+        ((64, 2, 2, 64, 64), "B", {"B": 4}),
     ],
 )
 def test_forward_template_choice(
@@ -91,6 +99,62 @@ def test_forward_template_choice(
     rows = forward_templates(*shape)
     assert [t.priority for t in rows] == sorted(t.priority for t in rows)
     assert next(t for t in rows if t.matched) == chosen
+
+
+@pytest.mark.parametrize(
+    ("shape", "name", "block", "heads"),
+    [
+        # S1S2: (s1.i, s2.i) = (128, 1024); S1: (s1.i, S2); B: whole S1 x S2, B.i*N2*G heads
+        ((1, 28, 1, 2048, 2048), "S1S2", (128, 1024), 1),
+        ((2, 4, 2, 1000, 512), "S1", (256, 512), 1),
+        ((64, 2, 2, 64, 64), "B", (64, 64), 4 * 2 * 2),
+    ],
+)
+def test_each_template_names_its_tiling(
+    shape: tuple[int, int, int, int, int], name: str, block: tuple[int, int], heads: int
+) -> None:
+    chosen = choose_forward_template(*shape)
+    assert (chosen.name, chosen.block, chosen.heads) == (name, block, heads)
+
+
+def test_a_named_template_overrides_the_choice() -> None:
+    shape = (1, 28, 1, 2048, 2048)  # S1S2 by the seed's rule
+    # S1 forced: s1.i * 2048 <= 128K -> 64 (28 heads x 32 blocks fill the cores)
+    assert forward_template(*shape, name="S1").block == (64, 2048)
+    # B forced: B.i * 28 * 2048 * 2048 > 128K -> 1 batch of 28 heads, whole blocks
+    forced = forward_template(*shape, name="B")
+    assert (forced.block, forced.heads) == ((2048, 2048), 28)
+    assert forward_template(*shape) == choose_forward_template(*shape)
+    with pytest.raises(Tx8labError, match=r"FA template 'S2'.*S1S2, S1, B"):
+        forward_template(*shape, name="S2")
+    with pytest.raises(Tx8labError, match=r"FAG template 's1s2'.*s1s2_bn2gs1s2"):
+        backward_template(*shape, name="s1s2")
+
+
+@pytest.mark.parametrize(
+    ("shape", "name", "block", "heads", "split"),
+    [
+        # N2*G*S1*S2 = 2*32*32 = 2048 < 8192: b.i*2048 < 8192 -> 3; 32 batches on 16
+        # cores: ceil(32 / b.i) >= 16 -> b.i = 2, so 2 * 2 heads per pass
+        ((32, 2, 1, 32, 32), "bn2gs1s2_b", (32, 32), 4, "fused"),
+        # N2*G*S1*S2 = 32768 (not < 8192); G*S1*S2 = 2048: n2.i*2048 < 8192 -> 3; 4
+        # batches x ceil(16 / 3) = 24 passes still fill 16 cores -> n2.i = 3, 3 * 2 heads
+        ((4, 16, 2, 32, 32), "n2gs1s2_bn1", (32, 32), 6, "fused"),
+        # B*N2 = 32 > 16: whole KV heads per core, Cube base blocks
+        ((4, 8, 1, 2048, 2048), "s1s2_bn2", (128, 128), 1, "bn2"),
+        ((1, 8, 1, 2048, 100), "s1s2_bn2gs1s2", (128, 100), 1, "fused"),
+    ],
+)
+def test_each_backward_template_names_its_tiling(
+    shape: tuple[int, int, int, int, int],
+    name: str,
+    block: tuple[int, int],
+    heads: int,
+    split: str,
+) -> None:
+    chosen = choose_backward_template(*shape)
+    assert (chosen.name, chosen.block, chosen.heads, chosen.split) == (name, block, heads, split)
+    assert backward_template(*shape) == chosen
 
 
 def test_vector_core_count_changes_s1_inner() -> None:

@@ -225,7 +225,7 @@ def test_pingpong_alternates_slots_and_double_issue_overlaps() -> None:
 
 
 def test_seed_vector_block_multiplies_vector_commands() -> None:
-    whole = model(_small(), HW)
+    whole = model(_small(cv_ratio=False), HW)
     seed = model(_small(v_rows=8), HW)  # 8-row vector blocks: 16 per 128-row block
     ct = [sum(c.engine == "ct" for c in m.commands) for m in (whole, seed)]
     assert ct[1] == 16 * ct[0]
@@ -330,8 +330,9 @@ def test_search_models_every_candidate_like_the_baseline() -> None:
     best, tried = search(cfg, HW, sizes=(64, 128))
     assert all(best.latency_ms <= m.latency_ms for m in tried)
     # the baseline's own tiling is a candidate, so the best is never worse than it
-    assert any(m.config == cfg for m in tried)
-    assert best.latency_ms <= model(cfg, HW).latency_ms
+    baseline = model(cfg, HW)
+    assert any(m.config == baseline.config for m in tried)
+    assert best.latency_ms <= baseline.latency_ms
 
 
 def test_tiling_that_does_not_fit_spm_is_rejected() -> None:
@@ -357,10 +358,153 @@ def test_bad_knobs_name_the_field(knobs: dict[str, object], message: str) -> Non
         model(board_config(**knobs), HW)
 
 
-def test_template_and_key_follow_the_shape() -> None:
+def _key_digits(m: FaModel) -> str:
+    """The 13 field digits of the model's tiling key, low digit first."""
+    value = m.tiling_key - 10**19
+    assert 0 <= value < 10**13
+    return str(value).zfill(13)[::-1]
+
+
+_SERIAL = {"pingpong": False, "double_issue": False}
+
+
+@pytest.mark.parametrize(
+    ("knobs", "template", "digits"),
+    [
+        # seed 004 §2.2, low digit first: UB0, UB1, Block (AxisEnum B=0 S1=3 S2=4 NONE=9),
+        # ImplMode (high performance 1), DType (FP16 0, BF16 2), Layout (BNSD 2),
+        # Bmm1Format (ND 0), Sparse (ANY 2, CAUSAL 3), performance (NONE 0,
+        # BIG_DOUBLE_BUFFER 2), hasDropOut, hasAttenMask, hasPse, enableL1Reuse
+        (None, "S1S2", "3491220300100"),  # the board: S2 = 2048 > 1024; causal -> mask
+        ({"b": 1, "n1": 4, "s1": 512, "d": 64}, "S1", "3991220220000"),  # 128 < S2 <= 1024
+        # S2 = 64 <= 128, 64 * 64 <= 512K: UB and cores split B
+        ({"b": 32, "n1": 2, "s1": 64, "d": 32, "dtype": "f16", **_SERIAL}, "B", "0901020200000"),
+        # the S1S2 shape with the S1 template forced: UB S1 only
+        (
+            {"b": 1, "n1": 2, "s1": 512, "s2": 2048, "d": 64, "template": "S1"},
+            "S1",
+            "3991220220000",
+        ),
+        # a B shape (S2 = 64) given 32-row blocks: the S1 template's axes (whole S2)
+        ({"b": 2, "n1": 2, "s1": 64, "d": 32, "block": (32, 64), **_SERIAL}, "S1", "3991220200000"),
+    ],
+)
+def test_tiling_key_digits_by_hand(
+    knobs: dict[str, object] | None, template: str, digits: str
+) -> None:
+    cfg = board_config() if knobs is None else FaConfig(**knobs)  # type: ignore[arg-type]
+    m = model(cfg, HW)
+    assert m.template == template
+    assert _key_digits(m) == digits
+
+
+def _per_tile(m: FaModel, prefix: str) -> list[object]:
+    return [c for c in m.commands if c.label.startswith(prefix)]
+
+
+# The TX81 thresholds (tx8_limits: the SPM is 8x the seed's 192 KiB UB): S1 area 512K
+# elements, UB pass 1M elements; S2 > 1024 and s2.i = 1024 unscaled; 16 cores.
+
+
+def test_s1s2_shape_runs_the_s1s2_tiling() -> None:
+    # S2 = 2048 > 1024 -> S1S2; outer B*N2*G*ceil(S1/64) = 2 * 8 = 16, not above 16 cores,
+    # so s1.i = 64; s2.i = 1024: 8 row blocks per head, 2 key blocks per row block. The
+    # cores split the 16 (head, row block) units: one per tile, S2 the inner loop.
+    cfg = FaConfig(b=1, n1=2, s1=512, s2=2048, d=64, pingpong=False, double_issue=False)
+    m = model(cfg, HW)
+    assert (m.template, m.template_source) == ("S1S2", "shape")
+    assert m.config.block == (64, 1024)
+    assert m.config.head_batch == 1
+    assert m.tile_pairs == (2,) * 16
+    ne_s = _per_tile(m, "NE S=QK^T")
+    assert [c.label.split()[-1] for c in ne_s] == ["j0", "j1"]  # one row block, S2 inner
+    assert len({c.label.split()[-2] for c in ne_s}) == 1
+    assert all(c.cycles == laws.ne(64, 64, 1024, "bf16", HW).cycles(HW) for c in ne_s)
+    # the second key block rescales the running statistics (online softmax)
+    assert len(_per_tile(m, "CT Max m")) == 8  # 64 rows in 8-row V blocks
+
+
+def test_s1_shape_runs_the_s1_tiling() -> None:
+    # S2 = 512: not > 1024, but > 128 -> S1. s1.i <= min(align16(512), 1M / 512) = 512;
+    # 16 heads x 1 block already fill 16 cores -> s1.i = 512: block (512, 512), the whole
+    # S2 in one block (no rescale), one (head, row block) per tile.
+    cfg = FaConfig(b=1, n1=16, s1=512, d=64, pingpong=False, double_issue=False)
+    m = model(cfg, HW)
+    assert m.template == "S1"
+    assert m.config.block == (512, 512)
+    assert m.tile_pairs == (1,) * 16
+    ne_s = _per_tile(m, "NE S=QK^T")
+    assert len(ne_s) == 1
+    assert ne_s[0].cycles == laws.ne(512, 64, 512, "bf16", HW).cycles(HW)
+    assert not _per_tile(m, "CT Max m")
+
+
+def test_b_shape_runs_the_b_tiling() -> None:
+    # S2 = 64 <= 128 and 64 * 64 <= 512K -> B. B.i * 2 * 64 * 64 <= 1M -> 32 (all); 32
+    # batches on 16 cores: ceil(32 / B.i) >= 16 -> B.i = 2: 16 passes of 2 x 2 = 4 heads,
+    # one per tile, each one batched step over whole 64 x 64 blocks.
+    cfg = FaConfig(b=32, n1=2, s1=64, d=32, pingpong=False, double_issue=False)
+    m = model(cfg, HW)
+    assert m.template == "B"
+    assert (m.config.block, m.config.head_batch) == ((64, 64), 4)
+    assert m.tile_pairs == (4,) * 16
+    ne_s = _per_tile(m, "NE S=QK^T")
+    assert len(ne_s) == 1
+    assert ne_s[0].cycles == laws.ne(64, 32, 64, "bf16", HW, batch=4).cycles(HW)
+    q = _per_tile(m, "RDMA Q")
+    assert len(q) == 1
+    assert q[0].cycles == laws.dma("rdma", 4 * 64 * 32 * 2, HW, active_tiles=16).cycles(HW)
+    # the vector ops cover the 4 x 64 rows: 2 V blocks of 32 KB / (64 x 4 B) = 128 rows
+    exp = _per_tile(m, "CT Exp ")
+    assert [c.cycles for c in exp] == [_ct(128 * 64, 8, "f32")] * 2
+
+
+def test_template_override_changes_the_schedule() -> None:
+    cfg = FaConfig(b=1, n1=2, s1=512, s2=2048, d=64, pingpong=False, double_issue=False)
+    auto = model(cfg, HW)
+    forced = model(replace(cfg, template="S1"), HW)
+    # S1: s1.i * 2048 <= 1M -> 512; 2 heads x ceil(512 / s1.i) >= 16 -> s1.i = 64
+    assert (forced.template, forced.template_source) == ("S1", "knob")
+    assert forced.config.block == (64, 2048)
+    ne_s = _per_tile(forced, "NE S=QK^T")
+    assert [c.cycles for c in ne_s] == [laws.ne(64, 64, 2048, "bf16", HW).cycles(HW)]
+    assert not _per_tile(forced, "CT Max m")  # one key block: no online rescale
+    assert len(_per_tile(auto, "NE S=QK^T")) == 2
+    assert [c.label for c in forced.commands] != [c.label for c in auto.commands]
+    assert _key_digits(forced)[:3] == "399"  # UB S1, -, cores on the fused axes
+    assert _key_digits(auto)[:3] == "349"
+    # a B pass holds the whole 512 x 2048 score of a head: more than a tile's SPM
+    with pytest.raises(Tx8labError, match=r"template B.*SPM"):
+        model(replace(cfg, template="B"), HW)
+    with pytest.raises(Tx8labError, match=r"FA template 'S3'"):
+        model(replace(cfg, template="S3"), HW)
+    with pytest.raises(Tx8labError, match=r"template S1 .*block \(64, 1024\)"):
+        model(replace(cfg, template="S1", block=(64, 1024)), HW)
+
+
+def test_a_given_block_runs_under_the_template_it_keeps() -> None:
+    # the board's 256 x 256 splits S1 and S2: S1S2 (which the shape also selects)
     m = model(board_config(), HW)
-    assert m.template == "S1S2"
-    assert str(m.tiling_key).startswith("1000000")
+    assert (m.template, m.template_source, m.config.block) == ("S1S2", "block", (256, 256))
+    # a B shape (S2 = 64) with row blocks of 32: B keeps whole S1, S1 keeps whole S2
+    cfg = FaConfig(b=2, n1=2, s1=64, d=32, block=(32, 64))
+    assert model(cfg, HW).template == "S1"
+    assert model(replace(cfg, block=(32, 32)), HW).template == "S1S2"
+
+
+def test_cv_ratio_is_on_by_default() -> None:
+    cfg = FaConfig(b=1, n1=2, s1=512, s2=2048, d=64, pingpong=False, double_issue=False)
+    assert cfg.cv_ratio
+    on, off = model(cfg, HW), model(replace(cfg, cv_ratio=False), HW)
+    # seed 004 §2.1: the Vector's block is 8 x 1024 fp32 (32 KB); the C block 64 x 1024
+    assert on.config.v_rows == 8
+    exp_on = _per_tile(on, "CT Exp h")
+    assert [c.label.split()[-1] for c in exp_on[:8]] == [f"[{k}/8]" for k in range(1, 9)]
+    assert all(c.cycles == _ct(8 * 1024, 8, "f32") for c in exp_on)
+    exp_off = _per_tile(off, "CT Exp h")
+    assert all(c.cycles == _ct(64 * 1024, 8, "f32") for c in exp_off)
+    assert len(exp_on) == 8 * len(exp_off)
+    assert off.config.v_rows is None
 
 
 # ------------------------------------------------------------------ random shapes
@@ -371,7 +515,7 @@ def test_template_and_key_follow_the_shape() -> None:
 def test_ordering_contract_on_random_shapes(cfg: FaConfig) -> None:
     m = model(cfg, HW)
     _check_ordering(m)
-    pairs = block_pairs(cfg.s1, cfg.keys, cfg.block[0], cfg.block[1], cfg.causal)
+    pairs = block_pairs(cfg.s1, cfg.keys, *m.config.c_block, cfg.causal)
     assert sum(m.tile_pairs) == cfg.b * cfg.n1 * len(pairs)  # every pair on one tile
     assert 0 < m.load_balance <= 1
     assert set(m.busy_ms) == {"ne", "ct", "rdma", "wdma", "tdma", "kcore"}

@@ -2,10 +2,12 @@
 
 - :mod:`.numerics` - tiled forward (online softmax) and backward in numpy, with the naive
   reference and its analytic gradients;
-- :mod:`.templates` - the seed's FA / FAG templates and the tiling key (``GET_TILINGKEY``);
-- :mod:`.timeline` - C/V tiling, ping-pong, cube double issue, layout moves, core split over
-  the 16 tiles: each tile's command stream timed by the tile simulator; calibration against
-  the board and the block-size search;
+- :mod:`.templates` - the seed's FA / FAG templates, the tiling each names, and the tiling
+  key (``GET_TILINGKEY``);
+- :mod:`.timeline` - the template's tiling first (:func:`~.timeline.resolve`), then C/V
+  tiling, ping-pong, cube double issue, layout moves, core split over the 16 tiles: each
+  tile's command stream timed by the tile simulator; calibration against the board and
+  the block-size search;
 - :mod:`.backward` - the same for the backward pass (FAG);
 - :mod:`.stream` - what both share: SPM layout, law-timed commands, running the tiles.
 
@@ -27,10 +29,12 @@ from tx8lab.kernels.flash_attention.numerics import (
 )
 from tx8lab.kernels.flash_attention.templates import (
     TilingKey,
+    backward_template,
     choose_backward_template,
     choose_forward_template,
     decode_tiling_key,
     encode_tiling_key,
+    forward_template,
 )
 from tx8lab.kernels.flash_attention.timeline import (
     FaConfig,
@@ -38,6 +42,7 @@ from tx8lab.kernels.flash_attention.timeline import (
     board_config,
     calibration,
     model,
+    resolve,
     search,
 )
 
@@ -49,6 +54,7 @@ __all__ = [
     "ForwardResult",
     "GradResult",
     "TilingKey",
+    "backward_template",
     "block_pairs",
     "board_config",
     "calibration",
@@ -60,9 +66,11 @@ __all__ = [
     "fag_model",
     "flash_backward",
     "flash_forward",
+    "forward_template",
     "model",
     "reference_backward",
     "reference_forward",
+    "resolve",
     "round_to",
     "search",
 ]

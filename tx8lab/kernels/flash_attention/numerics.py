@@ -39,6 +39,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tx8lab.errors import Tx8labError
+from tx8lab.kernels.flash_attention.templates import (
+    TemplateLimits,
+    backward_template,
+    forward_template,
+)
 
 Layout = Literal["BSND", "BNSD"]
 DType = Literal["f32", "bf16", "f16"]
@@ -285,11 +290,25 @@ def block_pairs(s1: int, s2: int, br: int, bc: int, causal: bool) -> list[tuple[
 
 
 def flash_forward(
-    q: F, k: F, v: F, attn: Attention, *, block: tuple[int, int] = (128, 128)
+    q: F,
+    k: F,
+    v: F,
+    attn: Attention,
+    *,
+    block: tuple[int, int] | None = None,
+    template: str | None = None,
+    limits: TemplateLimits | None = None,
 ) -> ForwardResult:
-    """Tiled forward with online softmax (running max ``m``, running sum ``l``)."""
+    """Tiled forward with online softmax (running max ``m``, running sum ``l``).
+
+    ``block`` (rows of Q, columns of K) defaults to the C block of the FA template seed
+    004 §1 chooses for the shape (``template`` overrides the choice; ``limits`` the
+    thresholds, default the seed's): S1S2 ``(s1.i, 1024)``, S1 ``(s1.i, S2)``, B whole.
+    """
     b, n1, n2, s1, s2, d = _check(q, k, v, attn)
     g = n1 // n2
+    if block is None:
+        block = forward_template(b, n2, g, s1, s2, limits, template).block
     br, bc = block
     dt = attn.dtype
     qb, kb, vb = (round_to(_to_bnsd(t, attn.layout, "x"), dt) for t in (q, k, v))
@@ -337,11 +356,20 @@ def flash_backward(
     lse: F,
     attn: Attention,
     *,
-    block: tuple[int, int] = (128, 128),
+    block: tuple[int, int] | None = None,
+    template: str | None = None,
+    cores: int = 16,
 ) -> GradResult:
-    """Tiled backward: P recomputed per block from the saved logsumexp ``lse`` (B, N1, S1)."""
+    """Tiled backward: P recomputed per block from the saved logsumexp ``lse`` (B, N1, S1).
+
+    ``block`` defaults to the C block of the FAG template seed 004 §1 chooses by priority
+    (``template`` overrides it; ``cores`` for ``B * N2 > cores``): 128 x 128 for the S1S2
+    templates, whole S1 x S2 for the small ones.
+    """
     b, n1, n2, s1, s2, d = _check(q, k, v, attn)
     g = n1 // n2
+    if block is None:
+        block = backward_template(b, n2, g, s1, s2, cores, template).block
     br, bc = block
     dt = attn.dtype
     qb, kb, vb, ob, dob = (

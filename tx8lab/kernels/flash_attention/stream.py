@@ -21,10 +21,10 @@ writes; this module holds what both need:
 
 Readings chosen where the sources are vague:
 
-- A vector op is one CT command over its whole buffer; with ``pieces > 1`` (seed 004's
-  8-row vector blocks) it is that many commands over row pieces, each given the whole
-  buffer's range (a row piece of a Cx/NCx buffer is not contiguous; the superset orders
-  nothing the piece would not).
+- A vector op is one CT command over its whole buffer; with ``piece_rows`` (seed 004's
+  Vector block, e.g. 8 rows of a 1024-wide C block) it is one command per row piece,
+  each given the whole buffer's range (a row piece of a Cx/NCx buffer is not
+  contiguous; the superset orders nothing the piece would not).
 - Layout moves (seed 001: TDMA ``op_gatherScatter``; board notes: "SPM-side stride needs
   GatherScatter") count one inner transfer per contiguous run: a Tensor (ND) <-> Cx/NCx
   conversion of ``rows x C`` moves ``rows x ceil(C / 64)`` runs of 64 elements (the whole
@@ -277,9 +277,11 @@ class TileStream:
         writes: Sequence[Range],
         label: str,
         pair: int = -1,
+        *,
+        batch: int = 1,
     ) -> int:
-        """An NE product of (M x K) @ (K x N)."""
-        t = laws.ne(*mkn, dtype, self.hw)
+        """An NE command: ``batch`` products of (M x K) @ (K x N)."""
+        t = laws.ne(*mkn, dtype, self.hw, batch=batch)
         return self.add("ne", t.cycles(self.hw), reads, writes, label, pair)
 
     def vector(
@@ -292,31 +294,27 @@ class TileStream:
         label: str,
         pair: int = -1,
         *,
-        pieces: int = 1,
+        piece_rows: int | None = None,
         attrs: Mapping[str, Hashable] | None = None,
     ) -> None:
-        """The op library's ``kind`` over ``shapes`` on the CT, as ``pieces`` row pieces.
+        """The op library's ``kind`` over ``shapes`` on the CT, in pieces of ``piece_rows``.
 
-        Each piece runs ``ceil(rows / pieces)`` rows (the last the rest) of every operand
-        whose first dim is the rows.
+        The rows (first dim of the first operand) go in ``ceil(rows / piece_rows)``
+        commands (the last one the rest), each over that many rows of every operand whose
+        first dim is the rows; None: one command.
         """
         attr_items = tuple(sorted((attrs or {}).items()))
         types = tuple(dtypes)
-        if pieces <= 1:
+        rows = shapes[0][0] if shapes and shapes[0] else 1
+        if piece_rows is None or piece_rows >= rows or rows <= 1:
             self.add(
                 "ct", self._ct(kind, tuple(shapes), types, attr_items), reads, writes, label, pair
             )
             return
-        rows = shapes[0][0] if shapes[0] else 1
-        pieces = min(pieces, rows)
-        step = -(-rows // pieces)
+        pieces = -(-rows // piece_rows)
         for k in range(pieces):
-            part = min(step, rows - k * step)
-            if part <= 0:
-                break
-            sub = tuple(
-                (part, *s[1:]) if s and s[0] == rows and rows > 1 else tuple(s) for s in shapes
-            )
+            part = min(piece_rows, rows - k * piece_rows)
+            sub = tuple((part, *s[1:]) if s and s[0] == rows else tuple(s) for s in shapes)
             cycles = self._ct(kind, sub, types, attr_items)
             self.add("ct", cycles, reads, writes, f"{label} [{k + 1}/{pieces}]", pair)
 
@@ -330,7 +328,7 @@ class TileStream:
         writes: Sequence[Range],
         label: str,
         pair: int,
-        pieces: int,
+        piece_rows: int | None,
         attrs: Mapping[str, Hashable],
     ) -> None:
         """An FA kernel's vector op: :meth:`vector` with the kernel's operand types.
@@ -344,7 +342,9 @@ class TileStream:
             dtypes = [
                 "i1" if kind == "Where" and k == 0 else vector_dtype for k in range(len(shapes))
             ]
-        self.vector(kind, shapes, dtypes, reads, writes, label, pair, pieces=pieces, attrs=attrs)
+        self.vector(
+            kind, shapes, dtypes, reads, writes, label, pair, piece_rows=piece_rows, attrs=attrs
+        )
 
     def _ct(
         self,

@@ -13,6 +13,26 @@ Backward (FAG) templates by priority (smaller first): ``bn2gs1s2_b`` 10000
 (``N2*G*S1*S2 < 64*128``), ``n2gs1s2_bn1`` 11000 (``G*S1*S2 < 64*128``), ``s1s2_bn2``
 15000 (``B*N2 > cores``), ``s1s2_bn2gs1s2`` 16000 (always; the fallback).
 
+Each template carries the tiling it names (seed 004 §1: "每一类模板都有其独特的UB及Block
+切分轴"): its C block (rows of Q x columns of K one UB pass holds), the heads one pass
+holds, and the core split of the axes left outside the UB. The models
+(:mod:`.timeline`, :mod:`.backward`) take the tiling from the template unless a knob
+gives it; :func:`forward_template` / :func:`backward_template` choose by the seed's rule
+or take a named template (an override).
+
+- **S1S2**: block ``(s1.i, s2.i)``; the cores split the fused ``B*N2*G*S1o`` (row-block
+  units in contiguous ranges, model split ``fused``); the S2 blocks are the inner loop
+  (online softmax).
+- **S1**: block ``(s1.i, S2)``: one key block per row block (no rescale); cores as S1S2.
+- **B**: block ``(S1, S2)`` and ``B.i*N2*G`` heads per pass (one batched command per
+  step); the cores split the ``B/B.i`` passes (``fused``).
+- **s1s2_bn2gs1s2**: block 128 x 128; cores split the fused axes (key-block units of
+  every head, ``fused``).
+- **s1s2_bn2**: block 128 x 128; cores split ``B*N2`` (a KV head's G query heads and all
+  their blocks on one tile, model split ``bn2``).
+- **n2gs1s2_bn1**: block ``(S1, S2)``, ``n2.i*G`` heads per pass; cores split the passes.
+- **bn2gs1s2_b**: block ``(S1, S2)``, ``b.i*N2*G`` heads per pass; cores split the passes.
+
 Tiling key: ``10^19 + sum(field_k * 10^k)``, one decimal digit per field from the low
 digit, as ``GET_TILINGKEY``/``RecursiveSum`` compute it; :func:`decode_tiling_key` inverts it.
 
@@ -31,6 +51,18 @@ Readings chosen where the seed is vague:
   BIG_BUFFER=1; CubeFormat ND=0, NZ=1.
 - Key axes per template: S1S2 -> (S1, S2, NONE) as the seed's code; S1 -> (S1, NONE, NONE);
   B -> (B, NONE, B). Block NONE means the fused outer axes are split over the cores.
+- FAG block sizes: the seed names none; the S1S2 FAG templates take the Cube base block
+  128 x 128 (§2.1, "cube的基本块为128 * 128"). The inner counts of the two small FAG
+  templates (``b.i``, ``n2.i``) are the largest that keep one pass under the template's
+  own bound (``b.i*N2*G*S1*S2 < 64*128``, ``n2.i*G*S1*S2 < 64*128``), at least 1, and
+  keep the cores filled as below. The FAG thresholds are the seed's (not scaled to the
+  SPM).
+- The forward ``B.i`` and ``s1.i`` (S1 template, a multiple of 16): the seed gives
+  bounds (``<=``). Each is the largest within its bound that still leaves the cores as
+  busy as the smallest inner size would (§1 (a) "将核心的数量用满": the core split takes
+  the axes left after the UB split), as the S1S2 template's own rule does (``s1.i``
+  128 only when the outer axes exceed the cores). The models shrink them further when a
+  pass does not fit the tile's SPM.
 - The seed's vector core count is Ascend's (48 AIV); on TX8 the cores are the chip's
   tiles (``hw.tile_count``, 16). :class:`TemplateLimits` defaults are the seed's numbers
   (UB thresholds 64K / 128K elements); :func:`tx8_limits` adapts them to a TX8 tile: the
@@ -42,13 +74,22 @@ Readings chosen where the seed is vague:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, Protocol, TypeVar
 
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
 
 TILINGKEYOFFSET = 10**19
+
+
+class _HasName(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+_T = TypeVar("_T", bound=_HasName)
 
 AXIS = {"B": 0, "N2": 1, "G": 2, "S1": 3, "S2": 4, "D": 5, "NONE": 9}
 DTYPE = {"FP16": 0, "FP32": 1, "BF16": 2, "FP16_PRECISION": 3}
@@ -179,6 +220,14 @@ def tx8_limits(hw: ChipConfig) -> TemplateLimits:
     )
 
 
+#: Forward templates in the seed's order (the first whose condition holds is chosen).
+FORWARD_TEMPLATES: tuple[str, ...] = ("S1S2", "S1", "B")
+#: Backward templates by priority (smaller first).
+BACKWARD_TEMPLATES: tuple[str, ...] = ("bn2gs1s2_b", "n2gs1s2_bn1", "s1s2_bn2", "s1s2_bn2gs1s2")
+#: The Cube base block (seed 004 §2.1): the S1S2 FAG templates' block edge.
+CUBE_BASE = 128
+
+
 @dataclass(frozen=True)
 class Template:
     """One template: its name, priority, condition, whether it matched, and its UB split."""
@@ -191,10 +240,41 @@ class Template:
     block_axis: str
     inner: dict[str, int]
     """Inner (UB) block sizes per split axis."""
+    block: tuple[int, int] = (1, 1)
+    """The C block one UB pass holds: (rows of Q, columns of K)."""
+    heads: int = 1
+    """Heads one UB pass holds (``B.i * N2 * G`` for B, else 1)."""
+    split: str = "fused"
+    """How the cores split the axes left outside the UB (the models' split name)."""
+
+    def admits(self, s1: int, s2: int, block: tuple[int, int]) -> bool:
+        """Whether a given C block keeps this template's UB axes.
+
+        S1S2 splits both sequence axes (any block); S1 keeps the whole S2 in a block
+        (``BC >= S2``); B keeps whole S1 x S2 blocks.
+        """
+        if self.name == "S1":
+            return block[1] >= s2
+        if self.name == "B":
+            return block[0] >= s1 and block[1] >= s2
+        return True
 
 
 def _a16(x: int) -> int:
     return -(-x // 16) * 16
+
+
+def _fill_cores(bound: int, units: Callable[[int], int], cores: int) -> int:
+    """The largest inner count ``k <= bound`` whose outer ``units(k)`` still fill the cores.
+
+    Seed 004 §1 (a): "将核心的数量用满" - as many cores busy as the smallest inner size
+    (``k = 1``) would keep busy, ``min(cores, units(1))``.
+    """
+    want = min(cores, units(1))
+    k = bound
+    while k > 1 and units(k) < want:
+        k -= 1
+    return k
 
 
 def forward_templates(
@@ -212,6 +292,7 @@ def forward_templates(
             raise Tx8labError(f"FlashAttention template: axis {name} must be >= 1, got {value}")
     outer = b * n2 * g * -(-s1 // lim.s1s2_s1_inner)
     s1i = lim.s1s2_s1_inner if outer <= lim.cores else 2 * lim.s1s2_s1_inner
+    s1s2_inner = {"S1": min(s1i, s1), "S2": min(lim.s1s2_s2_inner, s2)}
     s1s2 = Template(
         "S1S2",
         96,
@@ -219,12 +300,15 @@ def forward_templates(
         s2 > lim.s1s2_min_s2,
         ("S1", "S2"),
         "NONE",
-        {"S1": min(s1i, s1), "S2": min(lim.s1s2_s2_inner, s2)},
+        s1s2_inner,
+        (s1s2_inner["S1"], s1s2_inner["S2"]),
     )
     area = _a16(s1) * _a16(s2)
+    bng = b * n2 * g
     s1_inner = max(1, min(_a16(s1), lim.ub_elems // _a16(s2)))
     if s1_inner >= 16:
         s1_inner -= s1_inner % 16
+        s1_inner = 16 * _fill_cores(s1_inner // 16, lambda k: bng * -(-s1 // (16 * k)), lim.cores)
     s1t = Template(
         "S1",
         97,
@@ -233,9 +317,14 @@ def forward_templates(
         ("S1", "NONE"),
         "NONE",
         {"S1": min(s1_inner, s1)},
+        (min(s1_inner, s1), s2),
     )
     b_inner = max(1, min(b, lim.ub_elems // (n2 * g * area)))
-    bt = Template("B", 98, "every other shape", True, ("B", "NONE"), "B", {"B": b_inner})
+    b_inner = _fill_cores(b_inner, lambda k: -(-b // k), lim.cores)
+    bt = Template(
+        "B", 98, "every other shape", True, ("B", "NONE"), "B", {"B": b_inner},
+        (s1, s2), b_inner * n2 * g,
+    )  # fmt: skip
     return [s1s2, s1t, bt]
 
 
@@ -255,32 +344,98 @@ def choose_forward_template(
     return next(t for t in forward_templates(b, n2, g, s1, s2, limits) if t.matched)
 
 
+def named_template(name: str, rows: Sequence[_T], what: str, names: tuple[str, ...]) -> _T:
+    """The template called ``name`` among ``rows``, or one error naming the choices."""
+    got = next((t for t in rows if t.name == name), None)
+    if got is None:
+        raise Tx8labError(
+            f"{what} template {name!r} is not one of {', '.join(names)} (seed 004 §1); "
+            "leave it unset for the seed's choice by shape"
+        )
+    return got
+
+
+def forward_template(
+    b: int,
+    n2: int,
+    g: int,
+    s1: int,
+    s2: int,
+    limits: TemplateLimits | None = None,
+    name: str | None = None,
+) -> Template:
+    """The FA template ``name`` (an override) or, for None, the seed's choice by shape.
+
+    Examples:
+        >>> forward_template(1, 28, 1, 2048, 2048, name="S1").block  # 128K / 2048 rows
+        (64, 2048)
+    """
+    rows = forward_templates(b, n2, g, s1, s2, limits)
+    if name is None:
+        return next(t for t in rows if t.matched)
+    return named_template(name, rows, "FA", FORWARD_TEMPLATES)
+
+
 BackwardName = Literal["bn2gs1s2_b", "n2gs1s2_bn1", "s1s2_bn2", "s1s2_bn2gs1s2"]
 
 
 @dataclass(frozen=True)
 class BackwardTemplate:
-    """One FAG template with its priority and whether its condition holds."""
+    """One FAG template with its priority, whether its condition holds, and its tiling."""
 
     name: BackwardName
     priority: int
     condition: str
     matched: bool
+    block: tuple[int, int] = (1, 1)
+    """The C block of one UB pass: (rows of Q, columns of K)."""
+    heads: int = 1
+    """Heads one UB pass holds (``b.i*N2*G`` or ``n2.i*G``; 1 for the S1S2 templates)."""
+    split: str = "fused"
+    """How the cores split the axes left outside the UB (the models' split name)."""
+
+    def admits(self, s1: int, s2: int, block: tuple[int, int]) -> bool:
+        """Whether a given C block keeps this template's UB axes.
+
+        Whole S1 x S2 blocks for the two small templates; any block for the S1S2 ones.
+        """
+        if self.name.startswith("s1s2"):
+            return True
+        return block[0] >= s1 and block[1] >= s2
 
 
 def backward_templates(
     b: int, n2: int, g: int, s1: int, s2: int, cores: int = 16
 ) -> list[BackwardTemplate]:
-    """Every FAG template sorted by priority (smaller first) with its condition's value."""
+    """Every FAG template sorted by priority (smaller first) with its condition's value.
+
+    Examples:
+        >>> [(t.name, t.block, t.heads) for t in backward_templates(8, 2, 1, 32, 64)][:2]
+        [('bn2gs1s2_b', (32, 64), 2), ('n2gs1s2_bn1', (32, 64), 1)]
+    """
+    for name, value in (("B", b), ("N2", n2), ("G", g), ("S1", s1), ("S2", s2)):
+        if value < 1:
+            raise Tx8labError(f"FlashAttentionGrad template: axis {name} must be >= 1, got {value}")
     small = 64 * 128
+    b_inner = max(1, min(b, (small - 1) // (n2 * g * s1 * s2)))
+    b_inner = _fill_cores(b_inner, lambda k: -(-b // k), cores)
+    n2_inner = max(1, min(n2, (small - 1) // (g * s1 * s2)))
+    n2_inner = _fill_cores(n2_inner, lambda k: b * -(-n2 // k), cores)
+    base = (min(CUBE_BASE, s1), min(CUBE_BASE, s2))
     rows = [
         BackwardTemplate(
-            "bn2gs1s2_b", 10000, "N2 * G * S1 * S2 < 64 * 128", n2 * g * s1 * s2 < small
+            "bn2gs1s2_b", 10000, "N2 * G * S1 * S2 < 64 * 128", n2 * g * s1 * s2 < small,
+            (s1, s2), b_inner * n2 * g,
         ),
-        BackwardTemplate("n2gs1s2_bn1", 11000, "G * S1 * S2 < 64 * 128", g * s1 * s2 < small),
-        BackwardTemplate("s1s2_bn2", 15000, f"B * N2 > cores ({cores})", b * n2 > cores),
-        BackwardTemplate("s1s2_bn2gs1s2", 16000, "none (fallback)", True),
-    ]
+        BackwardTemplate(
+            "n2gs1s2_bn1", 11000, "G * S1 * S2 < 64 * 128", g * s1 * s2 < small,
+            (s1, s2), n2_inner * g,
+        ),
+        BackwardTemplate(
+            "s1s2_bn2", 15000, f"B * N2 > cores ({cores})", b * n2 > cores, base, 1, "bn2"
+        ),
+        BackwardTemplate("s1s2_bn2gs1s2", 16000, "none (fallback)", True, base),
+    ]  # fmt: skip
     return sorted(rows, key=lambda t: t.priority)
 
 
@@ -298,6 +453,21 @@ def choose_backward_template(
         'bn2gs1s2_b'
     """
     return next(t for t in backward_templates(b, n2, g, s1, s2, cores) if t.matched)
+
+
+def backward_template(
+    b: int, n2: int, g: int, s1: int, s2: int, cores: int = 16, name: str | None = None
+) -> BackwardTemplate:
+    """The FAG template ``name`` (an override) or, for None, the seed's choice by priority.
+
+    Examples:
+        >>> backward_template(1, 8, 1, 2048, 2048, name="s1s2_bn2").split
+        'bn2'
+    """
+    rows = backward_templates(b, n2, g, s1, s2, cores)
+    if name is None:
+        return next(t for t in rows if t.matched)
+    return named_template(name, rows, "FAG", BACKWARD_TEMPLATES)
 
 
 def forward_tiling_key(
@@ -331,6 +501,9 @@ def forward_tiling_key(
 
 __all__ = [
     "AXIS",
+    "BACKWARD_TEMPLATES",
+    "CUBE_BASE",
+    "FORWARD_TEMPLATES",
     "KEY_FIELDS",
     "SEED_UB_BYTES",
     "TILINGKEYOFFSET",
@@ -338,12 +511,15 @@ __all__ = [
     "Template",
     "TemplateLimits",
     "TilingKey",
+    "backward_template",
     "backward_templates",
     "choose_backward_template",
     "choose_forward_template",
     "decode_tiling_key",
     "encode_tiling_key",
+    "forward_template",
     "forward_templates",
     "forward_tiling_key",
+    "named_template",
     "tx8_limits",
 ]

@@ -1,8 +1,9 @@
 """FlashAttention forward on TX8 tiles: per-tile command streams timed by the tile simulator.
 
-Spec: seed 004 §2.1 (C/V tiling: Cube block, Vector block, "Vector 计算使用的数据类型是
-float32"), §3.1 (V-side ping-pong), §3.2 (CV pipelining, "Cube 双发": the Cube issues one
-block ahead); seed 001 (Cx/NCx layouts, the LSU's TDMA ``op_gatherScatter``, NE ops are
+Spec: seed 004 §1 (templates chosen by shape, each with its UB and core split axes),
+§2.1 (C/V tiling: Cube block, Vector block, "Vector 计算使用的数据类型是 float32"),
+§3.1 (V-side ping-pong), §3.2 (CV pipelining, "Cube 双发": the Cube issues one block
+ahead); seed 001 (Cx/NCx layouts, the LSU's TDMA ``op_gatherScatter``, NE ops are
 ALIGN-only); ``shared/reference/hw-fa-fusion.md`` §1.4 and §3.3 and ``shared/board``
 (``kernels.csv`` attention row, ``micro.csv``) for the board kernel; issue 19 (one
 simulator, :mod:`tx8lab.hw.sim`, and the engine laws of :mod:`tx8lab.hw.laws`). On TX8
@@ -19,10 +20,30 @@ its own (the hardware's address-range checks). Ping-pong slot reuse, K/V reuse a
 accumulator's chain all follow from the ranges. The chip time is the slowest tile's
 kernel body.
 
-Work split: the B·N1 heads x S1 row blocks over the tiles (``split="bn"``: whole heads
-round robin, as the board kernel; ``"bns1"``: row blocks weighted by their pair counts,
-longest first). Each tile walks its (row block i, key block j) pairs. Per pair, in the
-FA-2 order (``n`` is the pair's index in its row block):
+The template comes first (:func:`resolve`): seed 004 §1 chooses S1S2, S1 or B from the
+shape (``template=`` overrides it, :mod:`.templates` has the rules) and the template
+gives the tiling that is simulated: the C block (S1S2 ``(s1.i, 1024)``, S1 ``(s1.i,
+S2)``: one key block per row, B ``(S1, S2)``), the heads one pass holds (B: ``B.i*N2*G``
+heads in one batched step) and the core split (the fused outer axes in contiguous
+ranges). ``block``, ``head_batch`` and ``split`` override the template's values.
+
+C/V ratio (``cv_ratio``, on by default): seed 004 §2.1 gives the Cube and the Vector
+their own blocks. "Vector的tiling基本块为8 * 1024" (the largest UB piece, 32 KB, in
+fp32); "cube的基本块为128 * 128, 所以通过nRation=8配比出128 * 1024的数据量" (nRatio = 8
+Cube base blocks give the 128 x 1024 C block, a C:V data ratio of 16:1), and the
+Vector walks the C block in ``S1_c_i / S1_v_i = 128 / 8`` row pieces. Here every vector
+op over a C block is one CT command per 32 KB of the vector type (:func:`v_block_rows`:
+8 rows of a 1024-wide block), each with its issue and fixed cost; ``cv_ratio=False``
+runs it as one command over the whole block. The V block is the seed's 32 KB, not
+scaled to the SPM as the template thresholds are: it is the Vector's command granule,
+which the seed derives from its buffer split, and TX8's CT reads its operands in place.
+
+Work split: the B·N1 heads x S1 row blocks over the tiles (``split="fused"``, the
+templates': contiguous ranges of the fused (head, row block) axis of about equal pair
+weight; ``"bn"``: whole heads round robin, as the board kernel; ``"bns1"``: row blocks
+weighted by their pair counts, longest first; ``"bn2"``: whole KV heads). Each tile
+walks its (row block i, key block j) pairs. Per pair, in the FA-2 order (``n`` is the
+pair's index in its row block):
 
 - **loads**: Q_i once per row block; K_j and V_j once per (KV head, key block) when they
   stay resident in SPM (``kv_resident``, default when they fit), else once per pair.
@@ -110,9 +131,9 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Literal
+from typing import Literal, Protocol, TypeVar
 
 from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
@@ -128,9 +149,12 @@ from tx8lab.kernels.flash_attention.stream import (
     run_tiles,
 )
 from tx8lab.kernels.flash_attention.templates import (
-    choose_forward_template,
+    FORWARD_TEMPLATES,
+    Template,
     encode_tiling_key,
+    forward_templates,
     forward_tiling_key,
+    named_template,
     tx8_limits,
 )
 
@@ -153,13 +177,48 @@ BOARD: dict[str, object] = {
     "busiest_tile_pairs": 72,
 }
 
+
+class _Tiled(Protocol):
+    """A template as :func:`apply_template` reads it (forward or backward)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def matched(self) -> bool: ...
+
+    @property
+    def block(self) -> tuple[int, int]: ...
+
+    @property
+    def heads(self) -> int: ...
+
+    @property
+    def split(self) -> str: ...
+
+    def admits(self, s1: int, s2: int, block: tuple[int, int]) -> bool: ...
+
+
+T = TypeVar("T", bound=_Tiled)
+
 Transpose = Literal["tdma", "ct", "ne"]
 IoLayout = Literal["nd", "ncx"]
 
 
+Split = Literal["bn", "bns1", "bn2", "fused"]
+
+#: The seed's Vector block (§2.1): the largest UB piece, 32 KB, of fp32 (8 x 1024).
+V_BLOCK_BYTES = 32 * 1024
+
+
 @dataclass(frozen=True)
 class FaConfig:
-    """One FA forward problem and its tiling (the knobs of the model)."""
+    """One FA forward problem and its tiling (the knobs of the model).
+
+    The tiling knobs left None (``template``, ``block``, ``split``, ``head_batch``,
+    ``v_rows``) are filled by :func:`resolve` from the template seed 004 §1 chooses for
+    the shape; a value given overrides the template's.
+    """
 
     b: int
     n1: int
@@ -172,15 +231,31 @@ class FaConfig:
     causal: bool = False
     dtype: str = "bf16"
     """Element type of Q, K, V, O in DDR and of the NE's operands."""
-    block: tuple[int, int] = (256, 256)
-    """NE (C) block (BR, BC): rows of Q, columns of K per pair."""
+    template: str | None = None
+    """Forward template (``S1S2``, ``S1``, ``B``); default the seed's choice by shape.
+    The backward model reads ``fag_template`` instead."""
+    fag_template: str | None = None
+    """Backward template (``bn2gs1s2_b``, ``n2gs1s2_bn1``, ``s1s2_bn2``,
+    ``s1s2_bn2gs1s2``); default the seed's choice by priority."""
+    block: tuple[int, int] | None = None
+    """NE (C) block (BR, BC): rows of Q, columns of K per pair; default the template's."""
+    head_batch: int | None = None
+    """Heads one pass holds (one batched command per step); default the template's
+    (``B.i * N2 * G`` for the B template, else 1)."""
+    cv_ratio: bool = True
+    """Seed 004 §2.1's C/V tiling split (nRatio): the Vector works the Cube's block in
+    its own blocks of 32 KB fp32 (8 x 1024 at the S1S2 template's 1024-wide C block, a
+    C:V data ratio of 16:1); False: one CT command per op over the whole C block."""
     v_rows: int | None = None
-    """CT (V) block rows per vector command; default BR (whole C block, ratio 1)."""
+    """CT (V) block rows per vector command; default from ``cv_ratio``."""
     pingpong: bool = True
     """Two slots for every per-pair buffer (else one)."""
     double_issue: bool = True
     """The seed's ring: the NE runs one block ahead of the CT (needs ``pingpong``)."""
-    split: Literal["bn", "bns1"] = "bns1"
+    split: Split | None = None
+    """Core split: ``fused`` contiguous ranges of the fused (pass, block) axis, ``bn``
+    whole passes (heads) round robin, ``bns1`` blocks longest-first by weight, ``bn2``
+    whole KV heads round robin; default the template's (:func:`split_units`)."""
     kv_resident: bool | None = None
     """Keep a head's K (transposed) and V in SPM; default: when they fit."""
     sync_issue: bool = False
@@ -208,20 +283,71 @@ class FaConfig:
         return self.n1 if self.n2 is None else self.n2
 
     @property
-    def vector_pieces(self) -> int:
-        """CT commands per C block: its BR rows in ``v_rows`` pieces (1 by default)."""
-        br = self.block[0]
-        return -(-br // (br if self.v_rows is None else self.v_rows))
+    def group(self) -> int:
+        """Query heads per KV head (G)."""
+        return self.n1 // self.kv_heads
+
+    @property
+    def c_block(self) -> tuple[int, int]:
+        """The C block of a resolved config (:func:`resolve` fills it from the template)."""
+        if self.block is None:
+            raise Tx8labError("FA config: block unset; resolve(cfg, hw) fills it from the template")
+        return self.block
+
+    @property
+    def heads_per_pass(self) -> int:
+        """Heads one pass holds (1 when unset)."""
+        return self.head_batch or 1
+
+    @property
+    def core_split(self) -> Split:
+        """The core split of a resolved config (``bns1`` when unset)."""
+        return self.split or "bns1"
 
     def block_rows(self, i: int) -> int:
         """Rows of Q in row block ``i`` (the last one may be short)."""
-        br = self.block[0]
+        br = self.c_block[0]
         return min(self.s1, (i + 1) * br) - i * br
 
     def block_cols(self, j: int) -> int:
         """Keys in key block ``j`` (the last one may be short)."""
-        bc = self.block[1]
+        bc = self.c_block[1]
         return min(self.keys, (j + 1) * bc) - j * bc
+
+    def pass_heads(self, u: int) -> tuple[int, int]:
+        """(first head, heads) of pass ``u``.
+
+        Passes of ``head_batch`` heads; the last may be short.
+        """
+        hb = self.heads_per_pass
+        return u * hb, min(hb, self.b * self.n1 - u * hb)
+
+    def kv_span(self, h: int, nh: int) -> tuple[int, int]:
+        """(first KV head, KV heads) the query heads ``h .. h+nh-1`` read."""
+        g = self.group
+        return h // g, (h + nh - 1) // g - h // g + 1
+
+    @property
+    def passes(self) -> int:
+        """Passes over the B*N1 heads."""
+        return -(-(self.b * self.n1) // self.heads_per_pass)
+
+
+def heads_tag(h: int, nh: int) -> str:
+    """``h3`` for one head, ``h0-7`` for a pass of several."""
+    return f"h{h}" if nh == 1 else f"h{h}-{h + nh - 1}"
+
+
+def v_block_rows(bc: int, vector_dtype: str) -> int:
+    """Rows of the seed's V block at C block width ``bc``: 32 KB of the vector type.
+
+    Examples:
+        >>> v_block_rows(1024, "f32")  # the seed's 8 x 1024
+        8
+        >>> v_block_rows(256, "f32")
+        32
+    """
+    return max(1, V_BLOCK_BYTES // (bc * elem_bytes(vector_dtype, "vector_dtype")))
 
 
 def vector_op(ts: TileStream, cfg: FaConfig) -> Callable[..., None]:
@@ -242,7 +368,7 @@ def vector_op(ts: TileStream, cfg: FaConfig) -> Callable[..., None]:
     ) -> None:
         ts.fa_vector(
             kind, shapes, cfg.vector_dtype, cfg.dtype, reads, writes, label, t,
-            cfg.vector_pieces, attrs,
+            cfg.v_rows, attrs,
         )  # fmt: skip
 
     return vec
@@ -253,6 +379,7 @@ class FaModel:
     """The modelled FA forward on the chip."""
 
     config: FaConfig
+    """The resolved config: the tiling the template (or a knob) gave."""
     latency_ms: float
     """Kernel body of the slowest tile."""
     tile_ms: dict[int, float]
@@ -273,6 +400,10 @@ class FaModel:
     spm_bytes: int
     kv_resident: bool
     template: str
+    """The template whose tiling ran (:func:`resolve`)."""
+    template_source: str
+    """How it was chosen: ``shape`` (seed 004's rule), ``knob`` (``template=``) or
+    ``block`` (a given block: the template whose UB axes it keeps)."""
     tiling_key: int
     tiles: TileSet = field(repr=False)
 
@@ -305,7 +436,7 @@ class FaModel:
     def as_dict(self) -> dict[str, object]:
         """JSON-ready summary (no command list)."""
         cfg = asdict(self.config)
-        cfg["block"] = list(self.config.block)
+        cfg["block"] = list(self.config.c_block)
         return {
             **self.tiles.timing_json(),
             "waiting_on": self.waiting_on(),
@@ -315,17 +446,156 @@ class FaModel:
             "spm_bytes": self.spm_bytes,
             "kv_resident": self.kv_resident,
             "template": self.template,
+            "template_source": self.template_source,
             "tiling_key": str(self.tiling_key),
             "schedule": schedule_name(self.config),
             "config": cfg,
         }
 
 
+# ------------------------------------------------------------------ the template's tiling
+
+
+def _largest(lo: int, hi: int, ok: Callable[[int], bool]) -> int:
+    """The largest ``k`` in ``[lo, hi]`` with ``ok(k)`` (``ok`` monotone falling), else lo."""
+    if ok(hi):
+        return hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo
+
+
+def given_block_template(
+    rows: Sequence[T], block: tuple[int, int], s1: int, s2: int, what: str
+) -> tuple[T, str]:
+    """The template a given block runs under, and the source ``block``.
+
+    The first template whose condition holds (seed order / priority) and whose UB axes
+    admit the block; else the narrowest that admits it (the last in that order). A given
+    block is a tiling of its own; this names the template whose loop structure it keeps.
+    """
+    for t in rows:
+        if t.matched and t.admits(s1, s2, block):
+            return t, "block"
+    for t in reversed(rows):
+        if t.admits(s1, s2, block):
+            return t, "block"
+    raise Tx8labError(f"{what}: no template admits block {block}")  # pragma: no cover
+
+
+def fit_tiling(
+    cfg: FaConfig,
+    tmpl: _Tiled,
+    from_template: tuple[bool, bool],
+    fits: Callable[[FaConfig], bool],
+) -> FaConfig:
+    """``cfg`` with the template's sizes shrunk until ``fits`` (the tile's SPM).
+
+    ``from_template`` = (block, heads): which of them came from the template (a given
+    value never shrinks). Heads per pass shrink first (the B templates' ``B.i``), then
+    the rows of the C block in multiples of 16 (the S1 templates' ``s1.i``) while
+    ``tmpl`` admits the block (a B template keeps whole S1 x S2 blocks: the model then
+    reports the SPM it lacks).
+    """
+    block_free, heads_free = from_template
+    if heads_free and cfg.heads_per_pass > 1 and not fits(cfg):
+        hb = _largest(1, cfg.heads_per_pass, lambda k: fits(replace(cfg, head_batch=k)))
+        cfg = replace(cfg, head_batch=hb)
+    br, bc = cfg.c_block
+    admits = tmpl.admits(cfg.s1, cfg.keys, (16, bc)) and cfg.heads_per_pass == 1
+    if block_free and admits and br > 16 and not fits(cfg):
+        k = _largest(1, br // 16, lambda k: fits(replace(cfg, block=(16 * k, bc))))
+        cfg = replace(cfg, block=(16 * k, bc))
+    return cfg
+
+
+def resolve(cfg: FaConfig, hw: ChipConfig) -> tuple[FaConfig, Template, str]:
+    """The tiling the forward template names, filled into ``cfg``; the template; its source.
+
+    Seed 004 §1 first: the template is chosen from the shape (``tx8_limits``: the seed's
+    thresholds at a TX8 tile's SPM, the cores = tiles), or taken from ``template=``.
+    It gives what a knob left None: the C block (S1S2 ``(s1.i, s2.i)``, S1 ``(s1.i,
+    S2)``, B ``(S1, S2)``), the heads per pass (B: ``B.i * N2 * G``), the core split
+    (``fused``: the fused B·N2·G·S1o, or B/B.i passes), and with ``cv_ratio``
+    the V block rows (:func:`v_block_rows`). The template's sizes are the seed's bounds;
+    one pass must also fit the tile's SPM, so they shrink until it does
+    (:func:`fit_tiling`: K/V streamed unless ``kv_resident``). A given ``block`` with no
+    ``template`` runs under the template whose axes it keeps (:func:`given_block_template`);
+    a given ``template`` must admit a given ``block``.
+    """
+    check_config(cfg)
+    limits = tx8_limits(hw)
+    rows = forward_templates(cfg.b, cfg.kv_heads, cfg.group, cfg.s1, cfg.keys, limits)
+    usable = hw.tile.spm_usable_bytes
+    out, tmpl, source = apply_template(
+        cfg,
+        rows,
+        (cfg.template, FORWARD_TEMPLATES, "FA"),
+        lambda c: spm_bytes(c, bool(c.kv_resident)) <= usable,
+    )
+    out = replace(out, template=tmpl.name)
+    return out, tmpl, source
+
+
+def apply_template(
+    cfg: FaConfig,
+    rows: Sequence[T],
+    named: tuple[str | None, tuple[str, ...], str],
+    fits: Callable[[FaConfig], bool],
+) -> tuple[FaConfig, T, str]:
+    """The template of ``rows`` (forward or backward) and ``cfg`` with its tiling filled in.
+
+    ``named`` = (the template knob's value, the template names, ``FA``/``FAG``). The
+    template: the named one (source ``knob``; it must admit a given block), else for a
+    given block :func:`given_block_template` (``block``), else the first whose condition
+    holds (``shape``). It fills the knobs left None (block, heads per pass, core split),
+    shrinks what it gave until ``fits`` (:func:`fit_tiling`) and, with ``cv_ratio``, sets
+    the V block rows.
+    """
+    name, names, what = named
+    source = "shape"
+    if name is not None:
+        tmpl = named_template(name, rows, what, names)
+        source = "knob"
+        if cfg.block is not None and not tmpl.admits(cfg.s1, cfg.keys, cfg.block):
+            raise FaTilingError(
+                f"{what} template {tmpl.name} does not admit block {cfg.block} at "
+                f"S1={cfg.s1} x S2={cfg.keys} (seed 004 §1: S1 keeps the whole S2 in a block; "
+                "B and the small FAG templates whole S1 x S2): drop the block or the template"
+            )
+    elif cfg.block is None:
+        tmpl = next(t for t in rows if t.matched)
+    else:
+        tmpl, source = given_block_template(rows, cfg.block, cfg.s1, cfg.keys, what)
+    out = replace(
+        cfg,
+        block=cfg.block or tmpl.block,
+        head_batch=cfg.head_batch or tmpl.heads,
+        split=cfg.split or tmpl.split,  # type: ignore[arg-type]
+    )
+    check_batch(out, what)
+    out = fit_tiling(out, tmpl, (cfg.block is None, cfg.head_batch is None), fits)
+    if out.v_rows is None and out.cv_ratio:
+        out = replace(out, v_rows=v_block_rows(out.c_block[1], out.vector_dtype))
+    return out, tmpl, source
+
+
+def check_batch(cfg: FaConfig, what: str) -> None:
+    """Several heads per pass need whole S1 x S2 blocks (one pass, one batched step)."""
+    br, bc = cfg.c_block
+    if cfg.heads_per_pass > 1 and (br < cfg.s1 or bc < cfg.keys):
+        raise FaTilingError(
+            f"{what} tiling: head_batch={cfg.head_batch} needs whole S1 x S2 blocks "
+            f"({cfg.s1}x{cfg.keys}), got block {cfg.c_block}: give head_batch=1 or no block"
+        )
+
+
 # ------------------------------------------------------------------ work split
 
 
 def _row_pairs(cfg: FaConfig) -> list[int]:
-    br, bc = cfg.block
+    br, bc = cfg.c_block
     pairs = block_pairs(cfg.s1, cfg.keys, br, bc, cfg.causal)
     rows = [0] * (-(-cfg.s1 // br))
     for i, _ in pairs:
@@ -333,32 +603,60 @@ def _row_pairs(cfg: FaConfig) -> list[int]:
     return rows
 
 
+def kv_group(cfg: FaConfig) -> int:
+    """Passes per KV head for the ``bn2`` split (1 when a pass spans whole KV heads)."""
+    hb, g = cfg.heads_per_pass, cfg.group
+    return g // hb if hb <= g and g % hb == 0 else 1
+
+
 def split_work(cfg: FaConfig, tiles: int) -> list[list[tuple[int, int]]]:
-    """(head, row block) units per tile: whole heads round robin, or row blocks longest-first.
+    """(pass, row block) units per tile: whole passes round robin, or row blocks by weight.
+
+    A pass is ``head_batch`` heads (one head unless the template batches them).
 
     Examples:
-        >>> cfg = FaConfig(b=1, n1=28, s1=2048, d=128, causal=True, split="bn")
+        >>> cfg = FaConfig(b=1, n1=28, s1=2048, d=128, causal=True, split="bn", block=(256, 256))
         >>> [len(u) for u in split_work(cfg, 16)][:2], max(len(u) for u in split_work(cfg, 16))
         ([16, 16], 16)
     """
-    return split_units(_row_pairs(cfg), cfg.b * cfg.n1, tiles, cfg.split)
+    return split_units(_row_pairs(cfg), cfg.passes, tiles, cfg.core_split, kv_group(cfg))
 
 
 def split_units(
-    weights: list[int], heads: int, tiles: int, split: str
+    weights: list[int], heads: int, tiles: int, split: str, group: int = 1
 ) -> list[list[tuple[int, int]]]:
-    """(head, block) units per tile; ``weights[i]`` is block i's pair count (0: no work).
+    """(pass, block) units per tile; ``weights[i]`` is block i's pair count (0: no work).
 
-    ``bn``: whole heads round robin; ``bns1``: blocks longest-first onto the least loaded
-    tile. The forward splits row blocks, the backward key blocks.
+    ``fused``: the (pass, block) units in order, cut into one contiguous range per tile
+    of about equal weight (a unit goes to the tile its weight's midpoint falls in): seed
+    004 §1's core split, "把核内切分后剩余的轴合并后依据AI Core核数再进行切分" (the axes
+    left after the UB split, fused, then split by the core count); a tile's blocks are
+    mostly of one head, so its K/V stay loaded. ``bn``: whole passes round robin;
+    ``bn2``: whole KV heads (``group`` consecutive passes) round robin; ``bns1``: blocks
+    longest-first onto the least loaded tile. The forward splits row blocks, the
+    backward key blocks.
+
+    Examples:
+        >>> split_units([1, 2], 2, 2, "fused")  # weights 1, 2, 1, 2: cut at 3
+        [[(0, 0), (0, 1)], [(1, 0), (1, 1)]]
     """
     out: list[list[tuple[int, int]]] = [[] for _ in range(tiles)]
-    if split == "bn":
+    if split == "fused":
+        order = [(h, i) for h in range(heads) for i in range(len(weights)) if weights[i]]
+        total = sum(weights[i] for _, i in order)
+        done = 0
+        for h, i in order:
+            mid2 = 2 * done + weights[i]  # twice the unit's weight midpoint
+            out[min(tiles - 1, mid2 * tiles // (2 * total))].append((h, i))
+            done += weights[i]
+        return out
+    if split in ("bn", "bn2"):
+        step = group if split == "bn2" else 1
         for h in range(heads):
-            out[h % tiles].extend((h, i) for i in range(len(weights)) if weights[i])
+            out[(h // step) % tiles].extend((h, i) for i in range(len(weights)) if weights[i])
         return out
     if split != "bns1":
-        raise Tx8labError(f"FA split must be 'bn' or 'bns1', got {split!r}")
+        raise Tx8labError(f"FA split must be 'fused', 'bn', 'bn2' or 'bns1', got {split!r}")
     units = sorted(
         ((weights[i], h, i) for h in range(heads) for i in range(len(weights)) if weights[i]),
         key=lambda u: (-u[0], u[1], u[2]),
@@ -386,39 +684,52 @@ def _final_move(cfg: FaConfig) -> bool:
     return cfg.acc_ncx != (cfg.io_layout == "ncx")
 
 
+def kv_per_pass(cfg: FaConfig) -> int:
+    """KV heads one pass reads at most."""
+    hb, g = cfg.heads_per_pass, cfg.group
+    if hb % g == 0:
+        return hb // g
+    return 1 if g % hb == 0 else -(-hb // g) + 1
+
+
 def spm_layout(cfg: FaConfig, kv_resident: bool) -> SpmLayout:
-    """The tile's SPM buffers for the tiling (module docstring)."""
-    br, bc = cfg.block
+    """The tile's SPM buffers for the tiling (module docstring).
+
+    A pass of ``head_batch`` heads holds that many copies of every per-head buffer.
+    """
+    br, bc = cfg.c_block
+    hb, nkv = cfg.heads_per_pass, kv_per_pass(cfg)
     d, e, ve = cfg.d, elem_bytes(cfg.dtype), elem_bytes(cfg.vector_dtype, "vector_dtype")
     slots = 2 if cfg.pingpong else 1
+    rows = br * hb
     spm = SpmLayout()
-    spm.add("Q", br * d * e, slots)
+    spm.add("Q", rows * d * e, slots)
     if cfg.io_layout == "nd":
-        spm.add("Q_in", br * d * e, slots)
+        spm.add("Q_in", rows * d * e, slots)
     kv_bytes, kv_slots = (cfg.keys * d * e, 1) if kv_resident else (bc * d * e, slots)
-    spm.add("KT", kv_bytes, kv_slots)
-    spm.add("V", kv_bytes, kv_slots)
+    spm.add("KT", kv_bytes * nkv, kv_slots)
+    spm.add("V", kv_bytes * nkv, kv_slots)
     if _k_staged(cfg):
-        spm.add("K_in", bc * d * e, slots)
+        spm.add("K_in", bc * d * e * nkv, slots)
     if cfg.io_layout == "nd":
-        spm.add("V_in", bc * d * e, slots)
-    spm.add("S", br * bc * ve, slots)
+        spm.add("V_in", bc * d * e * nkv, slots)
+    spm.add("S", rows * bc * ve, slots)
     if cfg.vector_dtype != cfg.dtype:
-        spm.add("P", br * bc * e, slots)
-    spm.add("PV", br * d * ve, slots)
+        spm.add("P", rows * bc * e, slots)
+    spm.add("PV", rows * d * ve, slots)
     if not cfg.acc_ncx:
-        spm.add("PV_nd", br * d * ve, slots)
-    spm.add("ACC", br * d * ve, 2)
+        spm.add("PV_nd", rows * d * ve, slots)
+    spm.add("ACC", rows * d * ve, 2)
     if cfg.vector_dtype != cfg.dtype:
-        spm.add("O", br * d * e, 2)
+        spm.add("O", rows * d * e, 2)
     if _final_move(cfg):
-        spm.add("O_out", br * d * e, 2)
-    spm.add("M", br * ve, 4)  # two row-block slots x two parities (old / new max)
-    spm.add("L", br * ve, 2)
+        spm.add("O_out", rows * d * e, 2)
+    spm.add("M", rows * ve, 4)  # two row-block slots x two parities (old / new max)
+    spm.add("L", rows * ve, 2)
     if cfg.save_lse:
-        spm.add("LSE", br * ve, 2)
+        spm.add("LSE", rows * ve, 2)
     for name in ("MT", "LT", "ALPHA"):
-        spm.add(name, br * ve, slots)
+        spm.add(name, rows * ve, slots)
     return spm
 
 
@@ -448,76 +759,84 @@ def build_tile(
     kv_resident: bool,
     active_tiles: int = 1,
 ) -> TileStream:
-    """The command stream of one tile walking ``units`` (head, row block)."""
-    br, bc = cfg.block
+    """The command stream of one tile walking ``units`` (pass, row block).
+
+    A pass of several heads (the B template) is one pair per step: its loads, NE
+    products (``batch`` = the heads) and vector commands cover every head at once.
+    """
+    br, bc = cfg.c_block
     d, s1, s2, dt, vt = cfg.d, cfg.s1, cfg.keys, cfg.dtype, cfg.vector_dtype
     e, ve = elem_bytes(dt), elem_bytes(vt, "vector_dtype")
-    g = cfg.n1 // cfg.kv_heads
     spm, ddr = spm_layout(cfg, kv_resident), _ddr_layout(cfg)
     ts = TileStream(hw, active_tiles, cfg.sync_issue)
     by_row: dict[int, list[int]] = {}
     for i, j in block_pairs(s1, s2, br, bc, cfg.causal):
         by_row.setdefault(i, []).append(j)
-    # the flat pair list: head, i, j, index in the row block, last?, row-block counter
-    work: list[tuple[int, int, int, int, bool, int]] = []
-    for rb, (h, i) in enumerate(units):
+    # the flat pair list: first head, heads, i, j, index in the row block, last?,
+    # row-block counter
+    work: list[tuple[int, int, int, int, int, bool, int]] = []
+    for rb, (u, i) in enumerate(units):
+        h, nh = cfg.pass_heads(u)
         js = by_row.get(i, [])
-        work.extend((h, i, j, n, n == len(js) - 1, rb) for n, j in enumerate(js))
+        work.extend((h, nh, i, j, n, n == len(js) - 1, rb) for n, j in enumerate(js))
     loaded: dict[tuple[int, ...], int] = {}
     kv_loads = itertools.count()
     staged_p = spm.has("P")
 
     rows_of, cols_of, vec = cfg.block_rows, cfg.block_cols, vector_op(ts, cfg)
 
-    def kv_range(name: str, j: int, t: int, c: int) -> Range:
+    def kv_range(name: str, j: int, t: int, c: int, nkv: int) -> Range:
         if kv_resident:
-            lo = j * bc * d * e
-            return spm.at(name, 0, lo, lo + c * d * e)
-        return spm.at(name, t, 0, c * d * e)
+            lo = j * bc * d * e * nkv
+            return spm.at(name, 0, lo, lo + nkv * c * d * e)
+        return spm.at(name, t, 0, nkv * c * d * e)
 
     def loads(t: int) -> None:
-        h, i, j, n, _, rb = work[t]
+        h, nh, i, j, n, _, rb = work[t]
         r, c = rows_of(i), cols_of(j)
+        hk, nkv = cfg.kv_span(h, nh)
         if n == 0:
             lo = (h * s1 + i * br) * d * e
-            src = ddr.at("Q", lo, lo + r * d * e)
-            q = spm.at("Q", rb, 0, r * d * e)
-            q_in = spm.at("Q_in", rb, 0, r * d * e) if cfg.io_layout == "nd" else None
-            ts.load_ncx(r, d, dt, src, q, q_in, "Q", f"h{h} i{i}", t)
-        hk = h // g
-        key = (hk, j) if kv_resident else (hk, j, t)
+            src = ddr.at("Q", lo, lo + nh * r * d * e)
+            q = spm.at("Q", rb, 0, nh * r * d * e)
+            q_in = spm.at("Q_in", rb, 0, nh * r * d * e) if cfg.io_layout == "nd" else None
+            ts.load_ncx(nh * r, d, dt, src, q, q_in, "Q", f"{heads_tag(h, nh)} i{i}", t)
+        key = (hk, nkv, j) if kv_resident else (hk, nkv, j, t)
         if key in loaded:
             return
         loaded[key] = t
         stage = next(kv_loads)
+        size = nkv * c * d * e
         lo = (hk * s2 + j * bc) * d * e
-        kt, v = kv_range("KT", j, t, c), kv_range("V", j, t, c)
-        k_src, v_src = ddr.at("K", lo, lo + c * d * e), ddr.at("V", lo, lo + c * d * e)
+        kt, v = kv_range("KT", j, t, c, nkv), kv_range("V", j, t, c, nkv)
+        k_src, v_src = ddr.at("K", lo, lo + size), ddr.at("V", lo, lo + size)
+        where = f"{heads_tag(hk, nkv)} j{j}"
         if _k_staged(cfg):
-            k_in = spm.at("K_in", stage, 0, c * d * e)
-            ts.load(c * d * e, k_src, k_in, f"RDMA K h{hk} j{j}", t)
+            k_in = spm.at("K_in", stage, 0, size)
+            ts.load(size, k_src, k_in, f"RDMA K {where}", t)
             if cfg.transpose == "tdma":
-                ts.transpose(c, d, dt, k_in, kt, f"TDMA K^T h{hk} j{j}", t)
+                ts.transpose(nkv * c, d, dt, k_in, kt, f"TDMA K^T {where}", t)
             elif cfg.transpose == "ct":
-                vec("Transpose", [(c, d)], (k_in,), (kt,), f"CT K^T h{hk} j{j}", t, perm=(1, 0))
+                vec("Transpose", [(nkv * c, d)], (k_in,), (kt,), f"CT K^T {where}", t, perm=(1, 0))
             else:
-                ts.to_layout(c, d, dt, k_in, kt, f"TDMA K ND->NCx h{hk} j{j}", t)
+                ts.to_layout(nkv * c, d, dt, k_in, kt, f"TDMA K ND->NCx {where}", t)
         else:
-            ts.load(c * d * e, k_src, kt, f"RDMA K h{hk} j{j}", t)
-        v_in = spm.at("V_in", stage, 0, c * d * e) if cfg.io_layout == "nd" else None
-        ts.load_ncx(c, d, dt, v_src, v, v_in, "V", f"h{hk} j{j}", t)
+            ts.load(size, k_src, kt, f"RDMA K {where}", t)
+        v_in = spm.at("V_in", stage, 0, size) if cfg.io_layout == "nd" else None
+        ts.load_ncx(nkv * c, d, dt, v_src, v, v_in, "V", where, t)
 
     cache: dict[int, dict[str, Range]] = {}
 
     def ranges(t: int) -> dict[str, Range]:
         if t in cache:
             return cache[t]
-        _, i, j, n, _, rb = work[t]
-        r, c = rows_of(i), cols_of(j)
+        h, nh, i, j, n, _, rb = work[t]
+        r, c = nh * rows_of(i), cols_of(j)
+        nkv = cfg.kv_span(h, nh)[1]
         out: dict[str, Range] = {
             "q": spm.at("Q", rb, 0, r * d * e),
-            "kt": kv_range("KT", j, t, c),
-            "v": kv_range("V", j, t, c),
+            "kt": kv_range("KT", j, t, c, nkv),
+            "v": kv_range("V", j, t, c, nkv),
             "s": spm.at("S", t, 0, r * c * ve),
             "pv": spm.at("PV", t, 0, r * d * ve),
             "acc": spm.at("ACC", rb, 0, r * d * ve),
@@ -533,16 +852,17 @@ def build_tile(
         return out
 
     def ne1(t: int) -> None:
-        h, i, j, *_ = work[t]
+        h, nh, i, j, *_ = work[t]
         x = ranges(t)
         mkn = (rows_of(i), d, cols_of(j))
-        ts.ne(mkn, dt, (x["q"], x["kt"]), (x["s"],), f"NE S=QK^T h{h} i{i} j{j}", t)
+        label = f"NE S=QK^T {heads_tag(h, nh)} i{i} j{j}"
+        ts.ne(mkn, dt, (x["q"], x["kt"]), (x["s"],), label, t, batch=nh)
 
     def ct1(t: int) -> None:
-        h, i, j, n, _, _ = work[t]
-        r, c = rows_of(i), cols_of(j)
+        h, nh, i, j, n, _, _ = work[t]
+        r, c = nh * rows_of(i), cols_of(j)
         x = ranges(t)
-        s, m, tag = x["s"], x["m"], f"h{h} i{i} j{j}"
+        s, m, tag = x["s"], x["m"], f"{heads_tag(h, nh)} i{i} j{j}"
         vec("Mul", [(r, c), (1,)], (s,), (s,), f"CT Mul scale S {tag}", t)
         if cfg.causal and (j + 1) * bc - 1 > i * br:
             vec("Where", [(r, c), (r, c), (1,)], (s,), (s,), f"CT Where causal {tag}", t)
@@ -566,17 +886,18 @@ def build_tile(
             vec("Add", [(r, 1), (r, 1)], (l_, lt), (l_,), f"CT Add l {tag}", t)
 
     def ne2(t: int) -> None:
-        h, i, j, n, _, _ = work[t]
+        h, nh, i, j, n, _, _ = work[t]
         x = ranges(t)
         into = x["acc"] if n == 0 and cfg.acc_ncx else x["pv"]
         mkn = (rows_of(i), cols_of(j), d)
-        ts.ne(mkn, dt, (x["p"], x["v"]), (into,), f"NE O+=PV h{h} i{i} j{j}", t)
+        label = f"NE O+=PV {heads_tag(h, nh)} i{i} j{j}"
+        ts.ne(mkn, dt, (x["p"], x["v"]), (into,), label, t, batch=nh)
 
     def ct2(t: int) -> None:
-        h, i, j, n, last, rb = work[t]
-        r = rows_of(i)
+        h, nh, i, j, n, last, rb = work[t]
+        r = nh * rows_of(i)
         x = ranges(t)
-        acc, tag = x["acc"], f"h{h} i{i} j{j}"
+        acc, tag = x["acc"], f"{heads_tag(h, nh)} i{i} j{j}"
         add_src = x["pv"]
         if not cfg.acc_ncx:
             add_src = spm.at("PV_nd", t, 0, r * d * ve)
@@ -587,7 +908,7 @@ def build_tile(
             vec("Add", [(r, d), (r, d)], (acc, add_src), (acc,), f"CT Add acc {tag}", t)
         if not last:
             return
-        l_, tag = x["l"], f"h{h} i{i}"
+        l_, tag = x["l"], f"{heads_tag(h, nh)} i{i}"
         if cfg.save_lse:
             lse = spm.at("LSE", rb, 0, r * ve)
             vec("Log", [(r, 1)], (l_,), (lse,), f"CT Log lse {tag}", t)
@@ -650,19 +971,20 @@ def check_config(cfg: FaConfig, what: str = "FA") -> None:
             f"{what} GQA: N1={cfg.n1} must be a multiple of N2={cfg.kv_heads}; "
             "give --kv-heads a divisor of the head count"
         )
-    if len(cfg.block) != 2 or min(cfg.block) < 1:
+    if cfg.block is not None and (len(cfg.block) != 2 or min(cfg.block) < 1):
         raise Tx8labError(f"{what} tiling: block sizes must be two numbers >= 1, got {cfg.block}")
     elem_bytes(cfg.dtype)
     elem_bytes(cfg.vector_dtype, "vector_dtype")
-    if cfg.v_rows is not None and cfg.v_rows < 1:
-        raise Tx8labError(f"{what} tiling: v_rows must be >= 1 (or None), got {cfg.v_rows}")
+    for name, knob in (("v_rows", cfg.v_rows), ("head_batch", cfg.head_batch)):
+        if knob is not None and knob < 1:
+            raise Tx8labError(f"{what} tiling: {name} must be >= 1 (or None), got {knob}")
     if cfg.double_issue and not cfg.pingpong:
         raise Tx8labError(
             f"{what} tiling: double_issue (the NE one block ahead) needs pingpong=True "
             "(two S/P/PV slots)"
         )
-    if cfg.split not in ("bn", "bns1"):
-        raise Tx8labError(f"{what} split must be 'bn' or 'bns1', got {cfg.split!r}")
+    if cfg.split not in (None, "fused", "bn", "bns1", "bn2"):
+        raise Tx8labError(f"{what} split must be 'fused', 'bn', 'bn2' or 'bns1', got {cfg.split!r}")
     if cfg.transpose not in ("tdma", "ct", "ne"):
         raise Tx8labError(f"{what} transpose must be 'tdma', 'ct' or 'ne', got {cfg.transpose!r}")
     if cfg.io_layout not in ("nd", "ncx"):
@@ -681,15 +1003,20 @@ class FaTooLarge(Tx8labError):
     """A shape and tiling with more block pairs than the budget (:func:`check_size`)."""
 
 
+class FaTilingError(Tx8labError):
+    """A tiling that does not fit a tile's SPM, or a block its template does not admit."""
+
+
 def check_size(
     cfg: FaConfig, max_block_pairs: int | None = MAX_BLOCK_PAIRS, what: str = "FA"
 ) -> int:
-    """The block pairs of ``cfg``, refused above ``max_block_pairs`` (None: no bound).
+    """The block pairs of a resolved ``cfg``, refused above ``max_block_pairs``.
 
-    B x N1 x row blocks x column blocks (the pairs a causal mask skips counted too),
-    counted before anything is built.
+    B x N1 x row blocks x column blocks (the pairs a causal mask skips counted too, a
+    pass of several heads counted per head), counted before anything is built.
+    ``max_block_pairs`` None: no bound.
     """
-    br, bc = cfg.block
+    br, bc = cfg.c_block
     pairs = cfg.b * cfg.n1 * -(-cfg.s1 // br) * -(-cfg.keys // bc)
     if max_block_pairs is not None and pairs > max_block_pairs:
         raise FaTooLarge(
@@ -705,10 +1032,12 @@ def model(
 ) -> FaModel:
     """The modelled FA forward on the chip: every tile simulated, the slowest one reported.
 
+    The template comes first (:func:`resolve`): its tiling is the one simulated.
+
     Raises:
         FaTooLarge: more block pairs than ``max_block_pairs`` (:func:`check_size`).
     """
-    check_config(cfg)
+    cfg, tmpl, source = resolve(cfg, hw)
     check_size(cfg, max_block_pairs)
     usable = hw.tile.spm_usable_bytes
     resident = cfg.kv_resident
@@ -716,23 +1045,21 @@ def model(
         resident = spm_bytes(cfg, True) <= usable
     need = spm_bytes(cfg, resident)
     if need > usable:
-        raise Tx8labError(
-            f"FA tiling block={cfg.block} (pingpong={cfg.pingpong}, kv_resident={resident}) "
-            f"needs {need:,} B of SPM but a tile has {usable:,} B: choose smaller blocks"
+        raise FaTilingError(
+            f"FA tiling block={cfg.block} heads/pass={cfg.heads_per_pass} (template "
+            f"{tmpl.name}, pingpong={cfg.pingpong}, kv_resident={resident}) needs {need:,} B "
+            f"of SPM but a tile has {usable:,} B: choose smaller blocks"
         )
     tiles = hw.tile_count
     split = split_work(cfg, tiles)
     rows = _row_pairs(cfg)
-    tile_pairs = tuple(sum(rows[i] for _, i in units) for units in split)
+    tile_pairs = tuple(sum(rows[i] * cfg.pass_heads(u)[1] for u, i in units) for units in split)
     active = cfg.ddr_tiles or max(1, sum(1 for units in split if units))
     tset = run_tiles(
         tiles,
         lambda t: build_tile(cfg, hw, split[t], resident, active) if split[t] else None,
         lambda t: _signature(cfg, split[t]) if split[t] else None,
         hw,
-    )
-    tmpl = choose_forward_template(
-        cfg.b, cfg.kv_heads, cfg.n1 // cfg.kv_heads, cfg.s1, cfg.keys, tx8_limits(hw)
     )
     key = forward_tiling_key(tmpl, dtype=cfg.dtype, causal=cfg.causal, double_buffer=cfg.pingpong)
     mean = sum(tile_pairs) / tiles
@@ -744,19 +1071,23 @@ def model(
         spm_bytes=need,
         kv_resident=resident,
         template=tmpl.name,
+        template_source=source,
         tiling_key=encode_tiling_key(key),
         tiles=tset,
     )
 
 
-def _signature(cfg: FaConfig, units: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
-    """What a tile's timing depends on: row blocks and where the K/V head changes."""
-    g = cfg.n1 // cfg.kv_heads
+def _signature(
+    cfg: FaConfig, units: list[tuple[int, int]]
+) -> tuple[tuple[int, int, int, int], ...]:
+    """What a tile's timing depends on: row blocks, heads per pass, where the K/V changes."""
     out = []
-    prev = -1
-    for h, i in units:
-        out.append((i, int(h // g != prev)))
-        prev = h // g
+    prev = (-1, -1)
+    for u, i in units:
+        h, nh = cfg.pass_heads(u)
+        kv = cfg.kv_span(h, nh)
+        out.append((i, nh, kv[1], int(kv != prev)))
+        prev = kv
     return tuple(out)
 
 
@@ -768,10 +1099,14 @@ def board_config(**overrides: object) -> FaConfig:
 
     28 heads on 16 tiles (72 pairs on the busiest), no cube double issue and one buffer
     (its K/V double buffering "gave no net gain", hw-fa-fusion §1.4), asynchronous issue.
+    The board's blocks are its own (not seed 004's S1S2 template's 128 x 1024; the block
+    keeps that template's axes, so it runs under it). Its vector work runs over the
+    whole 256 x 256 block (``cv_ratio=False``): the board notes name the kernel's blocks
+    (BQ = BK = 256) and no Vector sub-block.
     """
     cfg = FaConfig(
         b=1, n1=28, s1=2048, d=128, causal=True, dtype="bf16", block=(256, 256),
-        pingpong=False, double_issue=False, split="bn",
+        pingpong=False, double_issue=False, split="bn", cv_ratio=False,
     )  # fmt: skip
     return replace(cfg, **overrides)  # type: ignore[arg-type]
 
@@ -851,12 +1186,17 @@ def schedule_name(cfg: FaConfig) -> str:
 
 
 def candidates(cfg: FaConfig, sizes: tuple[int, ...] = (128, 256, 512)) -> Iterator[FaConfig]:
-    """Tilings the search tries: block sizes x pipelining x split.
+    """Tilings the search tries: ``cfg``'s own, then block sizes x pipelining x split.
 
-    Every candidate keeps ``cfg``'s other knobs (issue model, vector type, layouts), so
-    the candidates and the baseline ``cfg`` are modelled alike.
+    ``cfg``'s own tiling (the template's when it gives no block) comes under every
+    pipelining.
+    Every candidate keeps ``cfg``'s other knobs (template, issue model, vector type,
+    layouts), so the candidates and the baseline ``cfg`` are modelled alike; a block the
+    template does not admit is left out by :func:`search`.
     """
-    splits: tuple[Literal["bn", "bns1"], ...] = ("bn", "bns1")
+    for pp, di in SCHEDULES.values():
+        yield replace(cfg, pingpong=pp, double_issue=di)
+    splits: tuple[Split, ...] = ("bn", "bns1")
     for br, bc, (pp, di), split in itertools.product(sizes, sizes, SCHEDULES.values(), splits):
         if br > max(cfg.s1, 16) * 2 or bc > max(cfg.keys, 16) * 2:
             continue
@@ -872,29 +1212,36 @@ def search(
 ) -> tuple[FaModel, list[FaModel]]:
     """The best modelled tiling (lowest latency) and every feasible one tried.
 
-    A candidate above ``max_block_pairs`` is left out; when every one is, the error of
-    the one with the fewest pairs is raised.
+    A candidate that does not fit the SPM, or whose block the given template does not
+    admit, is left out, and so is one above ``max_block_pairs``; when every one is too
+    large, the error of the one with the fewest pairs is raised.
     """
     check_config(cfg)
     tried: list[FaModel] = []
+    seen: set[FaConfig] = set()
     too_large: list[tuple[int, FaTooLarge]] = []
     for cand in candidates(cfg, sizes):
         try:
-            check_size(cand, max_block_pairs)
+            resolved = resolve(cand, hw)[0]
+        except FaTilingError:
+            continue  # a block the template does not admit
+        if resolved in seen:
+            continue
+        seen.add(resolved)
+        try:
+            check_size(resolved, max_block_pairs)
         except FaTooLarge as err:
-            too_large.append((check_size(cand, None), err))
+            too_large.append((check_size(resolved, None), err))
             continue
         try:
             tried.append(model(cand, hw, max_block_pairs=None))
-        except Tx8labError as err:
-            if "SPM" not in str(err):
-                raise
+        except FaTilingError:
             continue  # does not fit SPM
     if not tried and too_large:
         raise min(too_large, key=lambda t: t[0])[1]
     if not tried:
         raise Tx8labError(f"FA search: no tiling of {sizes} fits the SPM for {cfg}")
-    best = min(tried, key=lambda m: (m.latency_ms, m.config.block))
+    best = min(tried, key=lambda m: (m.latency_ms, m.config.c_block))
     return best, tried
 
 
@@ -904,16 +1251,22 @@ __all__ = [
     "MAX_BLOCK_PAIRS",
     "READINGS",
     "SCHEDULES",
+    "V_BLOCK_BYTES",
     "FaConfig",
     "FaModel",
+    "FaTilingError",
     "FaTooLarge",
+    "apply_template",
     "board_config",
     "build_tile",
     "calibration",
     "candidates",
     "check_config",
     "check_size",
+    "fit_tiling",
+    "given_block_template",
     "model",
+    "resolve",
     "schedule_name",
     "search",
     "split_units",
