@@ -1,5 +1,5 @@
 /* group %30: Conv2d, BatchNorm_Inference, Relu, MaxPool2d
- * tiles (0, 0) + 4x4; 3357 cycles simulated, plan 11082 (group-cost); SPM 3072 B allocated; multi_buffer 2; retract true
+ * tiles (0, 0) + 4x4; 3613 cycles simulated, plan 11850 (group-cost); SPM 3072 B allocated; multi_buffer 2; retract true
  * loops: no loop; 11 task instances in 11 steps
  * main() calls tsm_barrier() after it (opt-barrier need_barrier)
  */

@@ -2,7 +2,8 @@
 
 Oracle: the engine laws worked by hand on tiny slices (the law formulas of
 ``tx8lab.hw.laws`` with the preset's constants, the vendor's fp32 vector rate and lanes,
-the kernel core's issue cost), and structural facts of the seed's example.
+the kernel core's issue cost), structural facts of the seed's example, and the op
+library's step-by-step cost of the op (a second implementation of the seed's flow).
 """
 
 from __future__ import annotations
@@ -13,6 +14,11 @@ import math
 import numpy as np
 import pytest
 
+from tx8lab.core.builder import make_op
+from tx8lab.core.ir import TensorType, Value
+from tx8lab.core.ops import get_op_def
+from tx8lab.core.ops.norm import batchnorm_steps
+from tx8lab.core.schedule.tasks import OpStrategy
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import TX81
 from tx8lab.kernels.batchnorm import Instr, batchnorm_flow, timing
@@ -110,3 +116,23 @@ def test_an_instruction_without_a_law_is_named() -> None:
     steps[2] = dataclasses.replace(steps[2], instructions=(odd,))
     with pytest.raises(Tx8labError, match="no engine law for CGRA instruction 'VuV_div'"):
         timing(dataclasses.replace(run, steps=tuple(steps)), TX81)
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16", "f32", "tf32"])
+@pytest.mark.parametrize("shape", [(2, 1, 2, 70), (3, 2, 129), (2, 30), (2, 3, 3, 200)])
+def test_the_op_librarys_cost_is_the_walkthroughs_steps(shape: tuple[int, ...], dtype: str) -> None:
+    # two implementations of the seed's flow: the walkthrough issues real instructions on
+    # SPM bytes and times each; the op library counts them without running (its cost hook)
+    c = shape[-1]
+    t = timing(batchnorm_flow(np.ones(shape), *_params(c), dtype), TX81)
+    ran = [(s.index, s.engine, s.busy_cycles) for s in t.steps if s.engine != "-"]
+    costed = batchnorm_steps(shape, dtype, TX81)
+    assert [(s.index, s.engine, s.cycles) for s in costed] == ran
+    # the op's cost is the steps' busy time; the span adds the kernel core's issue gaps
+    p = TensorType((c,), "f32")
+    x = TensorType(shape, dtype)
+    args = [Value(-1, i, v, is_arg=True) for i, v in enumerate([x, p, p, p, p])]
+    op = make_op("BatchNorm_Inference", args, {}, op_id=0)
+    bn = get_op_def(op.kind)
+    whole = bn.temporal_slice_shape(op, OpStrategy((1,) * len(shape), (1,) * len(shape)))
+    assert bn.cost(op, whole, TX81).work_cycles == sum(b for _, _, b in ran) <= t.total_cycles

@@ -33,7 +33,11 @@ Timing (issue 19: every figure through the one simulator): :func:`timing` turns 
 instruction into a :class:`~tx8lab.hw.sim.SimCommand` (:func:`instruction_law`), plays
 them on one tile with :func:`tx8lab.hw.sim.simulate` and gives each step its engine, start,
 end and busy time (:class:`BatchNormTiming`). The op's own instructions only: the main.c
-loads and stores around it are the program's (``tx8lab.core.program``).
+loads and stores around it are the program's (``tx8lab.core.program``). The op library
+costs the op from the same steps without running them
+(``tx8lab.core.ops.norm.batchnorm_steps``): each step's busy time here is its cycles there,
+and the op's cost is their sum (the seed's accumulated ``TsmExecute`` cycles); the span
+here is longer by the kernel core's issue gaps between the commands.
 
 Readings chosen where the seed is vague:
 
@@ -95,7 +99,7 @@ from tx8lab.core.dtypes import FLOAT_DTYPES, bits_of, from_bits_image, round_to,
 from tx8lab.core.ir import Op
 from tx8lab.core.layouts import BATCH_ALIGN_BITS, Geometry, geometry, layout_for, pack, slot_map
 from tx8lab.core.ops import get_op_def
-from tx8lab.core.ops.norm import rsqrt_f32
+from tx8lab.core.ops.norm import BATCHNORM_CT_OP_KIND, BATCHNORM_STEP_TITLES, rsqrt_f32
 from tx8lab.core.schedule.tasks import OpStrategy
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import laws
@@ -112,19 +116,8 @@ SPM_ALIGN_BYTES = BATCH_ALIGN_BITS // 8
 
 _OPS = {"mul": np.multiply, "add": np.add, "sub": np.subtract}
 
-#: The seed's step titles (BatchNorm Design, fp16 example).
-STEP_TITLES = (
-    "gatherScatter in -> imm (16-bit elements into 32-bit slots)",
-    "convert fp16 -> fp32 in imm",
-    "x - mean -> imm_a (VuV loop over the batches)",
-    "variance += epsilon (addVS)",
-    "variance = rsqrt(variance)",
-    "imm_a *= rsqrt(variance) (VuV loop)",
-    "imm_a *= scale (VuV loop)",
-    "imm_a += shift (VuV loop)",
-    "convert fp32 -> fp16 in imm_a",
-    "gatherScatter imm_a -> out",
-)
+#: The seed's step titles (BatchNorm Design, fp16 example), as the op library names them.
+STEP_TITLES = BATCHNORM_STEP_TITLES
 
 
 @dataclass(frozen=True)
@@ -842,14 +835,7 @@ SIM_ENGINE = {"TDMA": "tdma", "CGRA": "ct"}
 
 #: CGRA instruction -> the op library kind that does the same vector work per element
 #: (its ``vector_ops``); ``convert_*`` is ``Convert`` whatever the two types.
-CT_OP_KIND = {
-    "VuV_sub": "tx8be.Sub",
-    "VuV_mul": "tx8be.Mul",
-    "VuV_add": "tx8be.Add",
-    "addVS": "tx8be.Add",
-    "rsqrt": "tx8be.Rsqrt",
-    "convert": "tx8be.Convert",
-}
+CT_OP_KIND = BATCHNORM_CT_OP_KIND
 
 
 @dataclass(frozen=True)

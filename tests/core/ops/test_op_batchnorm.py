@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import math
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -12,9 +16,11 @@ from tx8lab.core.attrs import AlignMode
 from tx8lab.core.dtypes import round_to
 from tx8lab.core.ir import Op, TensorType
 from tx8lab.core.ops import OPS
-from tx8lab.core.ops.registry import ALL_BITS, ShardingSplitParam
+from tx8lab.core.ops.norm import batchnorm_steps
+from tx8lab.core.ops.registry import ALL_BITS, ShardingSplitParam, SliceShape
 from tx8lab.core.schedule.tasks import OpStrategy
 from tx8lab.errors import Tx8labError
+from tx8lab.hw import TX81, laws
 
 BN = OPS["tx8be.BatchNorm_Inference"]
 
@@ -237,3 +243,120 @@ def test_only_batchnorm_declares_an_overwritten_operand() -> None:
         if got:
             declared[kind] = got
     assert declared == {"BatchNorm_Inference": (4,)}
+
+
+# ------------------------------------------------------------------ cost (seed getOpClockCycle)
+# Oracle: seed 001 "BatchNorm Design" (the ten steps of the fp16 flow, written out by hand
+# below) timed with the engine-law formulas and the constants of tx8lab/hw/calibration.json
+# (fitted on the board rows), the vendor's CT rates (micro.csv "vector (CT) peak per tile":
+# 64 GOPS for FP16/BF16, 32 for FP32) and the 1024-bit vector datapath (32 fp32 lanes).
+
+CALIBRATION = Path(__file__).resolve().parents[3] / "tx8lab" / "hw" / "calibration.json"
+
+
+def _fitted(name: str) -> float:
+    return float(json.loads(CALIBRATION.read_text())["constants"][f"tile.{name}"]["value"])
+
+
+def _ns(seconds: float) -> int:
+    return math.ceil(seconds * 1e9 - 1e-9)  # cycles at the preset's 1 GHz, rounded up
+
+
+def _ct_fp32(elements: int, ops: float) -> int:
+    padded = -(-elements // 32) * 32
+    return _ns(_fitted("ct_command_s") + padded * ops / 32e9)
+
+
+def _gather_scatter(elements: int) -> int:
+    # one 2-byte inner transfer per 16-bit element
+    return _ns(
+        _fitted("tdma_command_s")
+        + elements * _fitted("tdma_iteration_s")
+        + elements * 2 / _fitted("tdma_stream_bytes_per_s")
+    )
+
+
+def _whole(op: Op) -> SliceShape:
+    rank = op.operands[0].type.rank
+    return BN.temporal_slice_shape(op, OpStrategy((1,) * rank, (1,) * rank))
+
+
+def test_cost_of_a_small_fp16_batchnorm_by_hand() -> None:
+    # 2x1x2x70 f16: C = 70 is one 64-channel block and a tail of 6 padded to 8. The fp32
+    # image of a batch: 2 pixels x 64 + 2 x 8 = 144 slots (4608 bits), the next batch on
+    # a 2048-bit boundary (6144 bits = 192 slots), so the image is 192 + 144 = 336 slots.
+    # A VuV step per batch: one VuV_*_loop over 2 x 64 = 128, one VuV_* over 2 x 8 = 16.
+    vuv = [128, 16, 128, 16]
+    flow = [  # (step, instruction, engine, dtype, elements of each command, cycles)
+        (1, "op_gatherScatter", "tdma", "f16", [280], _gather_scatter(280)),
+        (2, "convert_fp16_fp32", "ct", "f32", [336], _ct_fp32(336, 1)),
+        (3, "VuV_sub", "ct", "f32", vuv, sum(_ct_fp32(n, 1) for n in vuv)),
+        (4, "addVS", "ct", "f32", [70], _ct_fp32(70, 1)),
+        (5, "rsqrt", "ct", "f32", [70], _ct_fp32(70, 3)),
+        (6, "VuV_mul", "ct", "f32", vuv, sum(_ct_fp32(n, 1) for n in vuv)),
+        (7, "VuV_mul", "ct", "f32", vuv, sum(_ct_fp32(n, 1) for n in vuv)),
+        (8, "VuV_add", "ct", "f32", vuv, sum(_ct_fp32(n, 1) for n in vuv)),
+        (9, "convert_fp32_fp16", "ct", "f32", [336], _ct_fp32(336, 1)),
+        (10, "op_gatherScatter", "tdma", "f16", [280], _gather_scatter(280)),
+    ]
+    op = _op((2, 1, 2, 70))
+    sl = _whole(op)
+    got = BN.steps(op, sl, TX81)
+    assert [
+        (s.index, s.instruction, s.engine, s.dtype, list(s.commands), s.cycles) for s in got
+    ] == [tuple(row) for row in flow]
+    total = sum(row[-1] for row in flow)
+    assert BN.law(op, sl, TX81).cycles(TX81) == total
+    cost = BN.cost(op, sl, TX81)
+    assert (cost.engine, cost.work_cycles) == ("ct", total)
+    assert cost.issue_cycles == _ns(TX81.tile.command_issue_s)  # the op is issued once
+
+
+def test_the_cgra_steps_run_at_the_fp32_rate_not_the_inputs() -> None:
+    # 1x1x64x64 bf16: C = 64 is one block, no tail; each VuV step is one 4096-element loop
+    op = _op((1, 1, 64, 64), "bf16")
+    sl = _whole(op)
+    ct_steps = [s for s in BN.steps(op, sl, TX81) if s.engine == "ct"]
+    assert [s.index for s in ct_steps] == [2, 3, 4, 5, 6, 7, 8, 9]
+    for s in ct_steps:
+        ops = 3.0 if s.instruction == "rsqrt" else 1.0
+        at_fp32 = sum(laws.ct(n, ops, "f32", TX81).cycles(TX81) for n in s.commands)
+        at_bf16 = sum(laws.ct(n, ops, "bf16", TX81).cycles(TX81) for n in s.commands)
+        assert s.dtype == "f32"
+        assert s.cycles == at_fp32
+        if s.elements >= 4096:  # the big steps: twice the work per element at half the rate
+            assert at_fp32 > at_bf16
+    # so the CGRA part of a bf16 op is the CGRA part of the same op in f32: the two
+    # costs differ by exactly the 16-bit flow's extra steps 1, 2, 9 and 10
+    f32 = _op((1, 1, 64, 64), "f32")
+    extra = [s for s in BN.steps(op, sl, TX81) if s.index in (1, 2, 9, 10)]
+    assert len(extra) == 4
+    assert BN.cost(op, sl, TX81).work_cycles - BN.cost(f32, _whole(f32), TX81).work_cycles == sum(
+        s.cycles for s in extra
+    )
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_the_two_gather_scatters_are_charged_on_the_tdma(dtype: str) -> None:
+    op = _op((4, 112, 2, 129), dtype)  # seed 001's example
+    sl = _whole(op)
+    steps = {s.index: s for s in BN.steps(op, sl, TX81)}
+    points = 4 * 112 * 2 * 129
+    for index in (1, 10):
+        s = steps[index]
+        assert (s.instruction, s.engine, s.dtype, s.commands) == (
+            "op_gatherScatter",
+            "tdma",
+            dtype,
+            (points,),
+        )
+        assert s.cycles == _gather_scatter(points)
+    assert BN.cost(op, sl, TX81).work_cycles == sum(s.cycles for s in steps.values())
+    # a 32-bit input has nothing to widen: no GatherScatter
+    f32 = _op((4, 112, 2, 129), "f32")
+    assert [s.index for s in BN.steps(f32, _whole(f32), TX81)] == [3, 4, 5, 6, 7, 8]
+
+
+def test_batchnorm_steps_reject_a_type_the_op_does_not_take() -> None:
+    with pytest.raises(Tx8labError, match=r"BatchNorm_Inference cost: input type 'i8'"):
+        batchnorm_steps((2, 8), "i8", TX81)

@@ -26,9 +26,39 @@ Readings chosen where the seed is vague:
   output's rank raise (the seed's ASSERT).
 - Cost (CGRA operations per element, assumptions): Softmax 12 (max, subtract, exp 8, sum,
   scale), LayerNorm 7 (mean, subtract, square, sum, scale by the rsqrt, gamma, beta),
-  RMSNorm 4, BatchNorm_Inference 4 (the seed's x - mean, times rsqrt(var + eps), times
-  scale, plus shift; the per-channel rsqrt is negligible) plus 2 for the fp16/bf16 <-> fp32
-  conversions of 16-bit data.
+  RMSNorm 4. BatchNorm_Inference is costed instruction by instruction instead, as the
+  seed's kernel issues them (below).
+- **BatchNorm_Inference cost** (seed ``getOpClockCycle``): seed 001 "BatchNorm Design"
+  lists the kernel's ten steps and its addVS example adds up each instruction's
+  ``TsmExecute`` cycles (``cycle_total = ADD_VALID_CYCLE(cycle_total, cycle_single)``), so
+  the op's time is the sum of its instructions' engine laws (``tx8lab.hw.laws``), step by
+  step in the seed's order (:func:`batchnorm_steps`, :meth:`BatchNorm_Inference.steps`):
+  1 ``op_gatherScatter`` (TDMA) of the compact 16-bit elements into 32-bit slots, 2
+  ``convert_fp16_fp32``, 3 ``VuV_sub`` (x - mean), 4 ``addVS`` (var + epsilon), 5
+  ``rsqrt``, 6-7 ``VuV_mul`` (by rsqrt(var), by scale), 8 ``VuV_add`` (shift), 9
+  ``convert_fp32_fp16``, 10 ``op_gatherScatter`` (TDMA) back. The CGRA steps work on fp32
+  slots ("类型转换成 fp32" before them, "fp32 转回" after), so they run at the CT law's
+  fp32 rate and lanes (vendor: 32 GOPS, 32 lanes, against 64 for 16-bit types; board
+  ``micro.csv`` "vector (CT) peak per tile"), a conversion too (its wider side). Counts
+  are those of the kernel walkthrough (``tx8lab.kernels.batchnorm``), which issues the
+  same instructions: a GatherScatter is one command of one 2-byte inner transfer per
+  element (consecutive elements are adjacent in the compact image but 4 bytes apart in
+  the slots), timed by the TDMA law (one command, as the seed issues it; a compiler that
+  splits at the board's 16,384 inner transfers adds the law's fixed cost per extra
+  command); a conversion is one command over every fp32 slot
+  of the slice's Cx/NCx image (batch padding included); a VuV step is, per batch, one
+  ``VuV_*_loop`` over the full 64-channel blocks (``blocks x HW x 64`` elements) and one
+  ``VuV_*`` over the padded tail (``HW x C0pad``); addVS and rsqrt are one command over
+  the C variances. Vector work per element is the op library's for the same operation
+  (Sub, Mul, Add 1, Rsqrt 3, Convert 1). Each command is rounded to whole cycles as the
+  simulator plays it. fp32 inputs skip steps 1, 2, 9 and 10 (step 8 writes ``out``);
+  tf32 keeps step 9 (``convert_fp32_tf32``) and skips 1, 2 and 10, as the walkthrough.
+  The op is one task on the CT slot of a schedule (its OpAttr engine) and its time
+  includes the two TDMA steps: every step reads what the one before wrote (step 2
+  converts what step 1 scattered, step 10 gathers what step 9 converted), so inside one
+  call the TDMA and CT steps never overlap. The kernel core issues the op once (the
+  simulator's and the plan's issue cost); the issue gaps between the op's own commands
+  are the walkthrough's to show (its ``timing``), the seed's cycle sum leaves them out.
 - Scratch (seed ``getImmSpSize``): BatchNorm_Inference takes ``2 x sizeof(input slice)``, the
   seed's op_batchnorm_inference ``imm``, sizeof being the slice's Cx/NCx image (the op is
   NPU_ALIGN; the compact size would not hold the fp32 NCx copy the kernel makes);
@@ -49,16 +79,21 @@ Readings chosen where the seed is vague:
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
 from tx8lab.core.attrs import AlignMode
-from tx8lab.core.dtypes import bits_of, round_to
+from tx8lab.core.dtypes import FLOAT_DTYPES, bits_of, round_to
 from tx8lab.core.ir import Op, TensorType
-from tx8lab.core.layouts import layout_for
+from tx8lab.core.layouts import geometry, layout_for
+from tx8lab.core.ops.activation import Rsqrt
 from tx8lab.core.ops.common import both_attr, norm_axis, require_float, same_dtype
+from tx8lab.core.ops.data import Convert
+from tx8lab.core.ops.elementwise import Add, Mul, Sub
 from tx8lab.core.ops.registry import (
     Array,
     AttrSpec,
@@ -70,6 +105,10 @@ from tx8lab.core.ops.registry import (
     _default_layout,
     value_bytes,
 )
+from tx8lab.errors import Tx8labError
+from tx8lab.hw import cost as hwcost
+from tx8lab.hw import laws as hwlaws
+from tx8lab.hw.config import ChipConfig
 
 
 def rsqrt_f32(values: Array) -> Array:
@@ -340,9 +379,33 @@ class BatchNorm_Inference(OpDef):
             result.append(ShardingSplitParam(sharding[rank - r :] if sharding else (), (1,) * r))
         return result
 
-    def vector_ops_per_element(self, op: Op) -> float:
-        # x - mean, * rsqrt(var + eps), * scale, + shift; 16-bit data converts to fp32 and back
-        return 4.0 + (2.0 if bits_of(self.compute_dtype(op)) == 16 else 0.0)
+    def steps(self, op: Op, slice_shape: SliceShape, hw: ChipConfig) -> tuple[BatchNormStep, ...]:
+        """Seed 001's BatchNorm flow on one input slice, each step timed by its engine law.
+
+        The breakdown behind :meth:`cost` and :meth:`law` (module doc, "BatchNorm_Inference
+        cost"); :func:`batchnorm_steps` of the input's slice and type.
+        """
+        return batchnorm_steps(tuple(slice_shape.operands[0]), self.compute_dtype(op), hw)
+
+    def law(
+        self, op: Op, slice_shape: SliceShape, hw: ChipConfig, *, tiles: int = 1
+    ) -> hwlaws.Timed:
+        """The sum of the flow's steps (:meth:`steps`); no DDR traffic, so ``tiles`` is unused."""
+        steps = self.steps(op, slice_shape, hw)
+        total = sum(s.cycles for s in steps)
+        return StepsTimed(total / hw.clock_hz, _steps_formula(steps, total), total)
+
+    def cost(
+        self, op: Op, slice_shape: SliceShape, hw: ChipConfig, *, tiles: int | None = None
+    ) -> hwcost.Cost:
+        """The plan's cost: the steps' sum (:meth:`law`) on the CT slot plus one issue."""
+        steps = self.steps(op, slice_shape, hw)
+        work = sum(s.cycles for s in steps)
+        issue = hwcost.issue_cycles(hw, 1)
+        formula = (
+            f"{_steps_formula(steps, work)} + issue 1 x {issue:,}; total {work + issue:,} cycles"
+        )
+        return hwcost.Cost("ct", work, issue, formula)
 
     def imm_bytes(self, op: Op, slice_shape: SliceShape) -> int:
         # seed 001: "imm 是辅助空间,此处申请了 2xsizeof(input) Bytes"; the input is Cx/NCx
@@ -397,6 +460,157 @@ class BatchNorm_Inference(OpDef):
         eps = float(self.attr(op, "epsilon"))
         factor = scale / np.sqrt(var + eps)
         return (((x - mean) * factor + offset).astype(np.float32),)
+
+
+#: Seed 001 "BatchNorm Design", the ten steps of the fp16 flow.
+BATCHNORM_STEP_TITLES = (
+    "gatherScatter in -> imm (16-bit elements into 32-bit slots)",
+    "convert fp16 -> fp32 in imm",
+    "x - mean -> imm_a (VuV loop over the batches)",
+    "variance += epsilon (addVS)",
+    "variance = rsqrt(variance)",
+    "imm_a *= rsqrt(variance) (VuV loop)",
+    "imm_a *= scale (VuV loop)",
+    "imm_a += shift (VuV loop)",
+    "convert fp32 -> fp16 in imm_a",
+    "gatherScatter imm_a -> out",
+)
+
+#: CGRA instruction of the flow -> the op that does the same vector work per element (its
+#: ``vector_ops``); ``convert_*`` is ``Convert`` whatever the two types.
+_CT_WORK: dict[str, type[OpDef]] = {
+    "VuV_sub": Sub,
+    "VuV_mul": Mul,
+    "VuV_add": Add,
+    "addVS": Add,
+    "rsqrt": Rsqrt,
+    "convert": Convert,
+}
+
+#: :data:`_CT_WORK` by op kind name.
+BATCHNORM_CT_OP_KIND = {name: op.kind for name, op in _CT_WORK.items()}
+
+_FMT_NAME = {"f16": "fp16", "bf16": "bf16", "f32": "fp32", "tf32": "tf32"}
+
+
+@dataclass(frozen=True)
+class BatchNormStep:
+    """One step of seed 001's BatchNorm flow as the op's cost charges it."""
+
+    index: int
+    """The seed's step number, 1-10."""
+    title: str
+    instruction: str
+    """The seed's instruction (``VuV_mul`` stands for its ``_loop`` form too)."""
+    engine: str
+    """``tdma`` (GatherScatter) or ``ct`` (CGRA)."""
+    dtype: str
+    """The element type it runs at: the input's for a GatherScatter, fp32 on the CGRA."""
+    commands: tuple[int, ...]
+    """Elements (inner transfers for a GatherScatter) of each command, in issue order."""
+    cycles: int
+    """The sum of its commands' law cycles."""
+    formulas: tuple[str, ...]
+    """``count x law`` for each distinct command."""
+
+    @property
+    def elements(self) -> int:
+        """Elements over all its commands."""
+        return sum(self.commands)
+
+    def row(self) -> dict[str, Any]:
+        """One table row (for a DataFrame or a report)."""
+        return {
+            "step": self.index,
+            "what": self.title,
+            "instruction": self.instruction,
+            "engine": self.engine,
+            "dtype": self.dtype,
+            "elements": self.elements,
+            "commands": len(self.commands),
+            "cycles": self.cycles,
+        }
+
+
+@dataclass(frozen=True)
+class StepsTimed(hwlaws.Timed):
+    """A law answer that is a sum of commands each already rounded to whole cycles."""
+
+    whole_cycles: int = 0
+
+    def cycles(self, hw: ChipConfig) -> int:
+        """The commands' summed cycles (exact, not the seconds rounded again)."""
+        return self.whole_cycles
+
+
+def _steps_formula(steps: Sequence[BatchNormStep], total: int) -> str:
+    parts = [f"{s.index} {s.instruction} {s.engine} {s.dtype} {s.cycles:,}" for s in steps]
+    return f"BatchNorm flow: {' + '.join(parts) or 'empty slice'} = {total:,} cycles"
+
+
+@functools.lru_cache(maxsize=4096)
+def batchnorm_steps(
+    shape: tuple[int, ...], dtype: str, hw: ChipConfig
+) -> tuple[BatchNormStep, ...]:
+    """The steps of ``op_batchnorm_inference`` on one input slice, timed by the engine laws.
+
+    ``shape`` is the NHWC input slice, ``dtype`` its element type; the module doc says what
+    each step counts. A slice with no elements has no steps.
+
+    Examples:
+        >>> from tx8lab.hw import TX81
+        >>> steps = batchnorm_steps((1, 2, 70), "bf16", TX81)
+        >>> [(s.index, s.engine, s.dtype, s.elements) for s in steps]
+        ... # doctest: +NORMALIZE_WHITESPACE
+        [(1, 'tdma', 'bf16', 140), (2, 'ct', 'f32', 144), (3, 'ct', 'f32', 144),
+         (4, 'ct', 'f32', 70), (5, 'ct', 'f32', 70), (6, 'ct', 'f32', 144),
+         (7, 'ct', 'f32', 144), (8, 'ct', 'f32', 144), (9, 'ct', 'f32', 144),
+         (10, 'tdma', 'bf16', 140)]
+
+    Raises:
+        Tx8labError: a type the op does not take, or a rank other than 2, 3 or 4.
+    """
+    if dtype not in FLOAT_DTYPES:
+        raise Tx8labError(
+            f"BatchNorm_Inference cost: input type {dtype!r}; the op takes "
+            f"{', '.join(sorted(FLOAT_DTYPES))} (seed 001)"
+        )
+    if len(shape) not in (2, 3, 4):
+        raise Tx8labError(f"BatchNorm_Inference cost: slice {shape} must have rank 2, 3 or 4")
+    if 0 in shape:
+        return ()
+    geo = geometry(shape, "f32", layout_for(shape, aligned=True))  # imm_a: the fp32 image
+    slots = geo.footprint_bits // 32
+    vuv = (
+        ((geo.blocks * geo.hw * geo.block,) if geo.blocks else ())
+        + ((geo.hw * geo.tail_pad,) if geo.tail_pad else ())
+    ) * geo.n
+    points, c, fmt = math.prod(shape), shape[-1], _FMT_NAME[dtype]
+    plan: list[tuple[int, str, tuple[int, ...]]] = []
+    wide = bits_of(dtype) == 16
+    if wide:
+        plan += [(1, "op_gatherScatter", (points,)), (2, f"convert_{fmt}_fp32", (slots,))]
+    plan += [(3, "VuV_sub", vuv), (4, "addVS", (c,)), (5, "rsqrt", (c,))]
+    plan += [(6, "VuV_mul", vuv), (7, "VuV_mul", vuv), (8, "VuV_add", vuv)]
+    if dtype != "f32":
+        plan.append((9, f"convert_fp32_{fmt}", (slots,)))
+    if wide:
+        plan.append((10, "op_gatherScatter", (points,)))
+    out = []
+    for index, name, commands in plan:
+        distinct = dict.fromkeys(commands)
+        if name == "op_gatherScatter":  # one inner transfer of the 16-bit element each
+            engine, at = "tdma", dtype
+            timed = {n: hwlaws.tdma(n, bits_of(dtype) // 8, hw) for n in distinct}
+        else:
+            engine, at = "ct", "f32"
+            ops = _CT_WORK["convert" if name.startswith("convert_") else name].vector_ops
+            timed = {n: hwlaws.ct(n, ops, "f32", hw) for n in distinct}
+        cycles = sum(timed[n].cycles(hw) for n in commands)
+        formulas = tuple(f"{commands.count(n)} x {t.formula}" for n, t in timed.items())
+        title = BATCHNORM_STEP_TITLES[index - 1]
+        out.append(BatchNormStep(index, title, name, engine, at, commands, cycles, formulas))
+    return tuple(out)
 
 
 @functools.lru_cache(maxsize=1024)

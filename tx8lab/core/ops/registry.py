@@ -20,7 +20,8 @@ in ``tx8lab.core.ops`` maps ``"tx8be.<Name>"`` to an instance.
 | ``getImmSpSize`` | :meth:`OpDef.imm_bytes` |
 | ``getOpClockCycle`` | :meth:`OpDef.cost` / :meth:`OpDef.cycles` / :meth:`OpDef.explain`, through
   ``tx8lab.hw.cost`` (NE MACs from :meth:`OpDef.ne_shape`, CT work from
-  :meth:`OpDef.vector_ops_per_element`) |
+  :meth:`OpDef.vector_ops_per_element`); BatchNorm_Inference adds up its kernel's steps
+  through the engine laws (``tx8lab.core.ops.norm.batchnorm_steps``) |
 | ``tileShardingSplit`` | :meth:`OpDef.tile_sharding_split` over :class:`ShardingSplitParam`
   (BatchNorm_Inference has the seed's code; the default maps operand dims through
   :meth:`OpDef.operand_dims`) |
