@@ -41,7 +41,10 @@ an ALIGN-only op (its op library kernel is ALIGN only) with an odd-rank result. 
   The Reshapes sit on the compact side, where a reshape moves no byte, and the op keeps
   its only kernel, ALIGN. Seed 001 supports it: BatchNorm's ALIGN kernel takes rank 2/3/4
   input, i.e. an ALIGN kernel reads a rank-3 tensor through a rank-4 view. An op with no
-  such view (a rank-5 Transpose that mixes every dim) falls back to ``nalign``.
+  such view (a rank-5 Transpose that mixes every dim) falls back to ``nalign``. Reshape
+  chains fold as a frontend emits them: an operand made by a Reshape nothing else reads
+  is reshaped to the view by that Reshape, and a result read by one Reshape only feeds
+  it directly (:func:`view_odd_ranks`).
 - ``nalign``: the seed's sentence read literally, "this op can only be NALIGN": the op runs
   on compact data, its neighbours pay the ChannelNorms. Fewer ChannelNorms, but it assumes
   a compact kernel the seed's ALIGN-only list says the op library does not have.
