@@ -34,15 +34,19 @@ DTYPES = ("f32", "f16", "bf16", "tf32", "i8", "i32")
 
 @st.composite
 def images(draw: Any) -> tuple[tuple[int, ...], str, str, tuple[tuple[int, int], ...]]:
-    """A shape (channels across the 64/128 blocks), dtype, layout and a box inside it."""
-    rank = draw(st.integers(0, 4))
+    """A shape (channels across the 64/128 blocks), dtype, layout and a box inside it.
+
+    Cx/NCx only for the ranks that have them (2 and 4, and one-pixel 0/1).
+    """
+    layout = draw(st.sampled_from(LAYOUTS))
+    rank = draw(st.sampled_from((0, 1, 2, 4) if layout in ("Cx", "NCx") else (0, 1, 2, 3, 4)))
     lead = [draw(st.integers(1, 3)) for _ in range(max(0, rank - 1))]
     shape = (*lead, draw(st.sampled_from((1, 3, 8, 33, 64, 65, 129, 200, 300))))[:rank]
     box = []
     for d in shape:
         a = draw(st.integers(0, d - 1))
         box.append((a, draw(st.integers(a + 1, d))))
-    return shape, draw(st.sampled_from(DTYPES)), draw(st.sampled_from(LAYOUTS)), tuple(box)
+    return shape, draw(st.sampled_from(DTYPES)), layout, tuple(box)
 
 
 def _values(shape: tuple[int, ...], dtype: str, seed: int) -> Any:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from tx8lab.core.attrs import LayoutMode
 from tx8lab.core.dtypes import round_to
 from tx8lab.core.layouts import (
+    aligned_view,
     channel_norm_images,
     element_offset_bits,
     footprint_bits,
@@ -98,7 +99,7 @@ def test_seed_worked_example_f16_2x1x2x131_ncx() -> None:
 def test_padding_table(dtype: str, c: int, blocks: int, tail_pad: int) -> None:
     # C <= 32 (64 for i8) is padded NHWC; above, full blocks of 64 (128) plus a padded tail.
     # A tail wider than 32 (64 for i8) pads to the full block (docstring of layouts.py).
-    geo = geometry((1, 3, c), dtype, "Cx")
+    geo = geometry((1, 1, 3, c), dtype, "Cx")
     assert (geo.blocks, geo.tail_pad) == (blocks, tail_pad)
 
 
@@ -127,6 +128,10 @@ def test_offsets_match_the_table_and_never_overlap(
     shape: tuple[int, ...], dtype: str, layout: str, data: st.DataObject
 ) -> None:
     index = tuple(data.draw(st.integers(0, d - 1)) for d in shape)
+    if layout in ("Cx", "NCx") and len(shape) == 3:
+        with pytest.raises(Tx8labError, match="needs rank 2 or 4"):
+            element_offset_bits(shape, dtype, layout, index)
+        return
     assert element_offset_bits(shape, dtype, layout, index) == naive_offset(
         shape, dtype, layout, index
     )
@@ -145,6 +150,8 @@ def test_offsets_match_the_table_and_never_overlap(
 def test_unpack_inverts_pack(
     shape: tuple[int, ...], dtype: str, layout: LayoutMode, seed: int
 ) -> None:
+    if layout in (LayoutMode.Cx, LayoutMode.NCx):
+        shape = aligned_view(shape)  # a rank-3 tensor has Cx only through its rank-4 view
     rng = np.random.default_rng(seed)
     values = round_to(rng.integers(-100, 100, shape) * 0.25, dtype)
     image = pack(values, dtype, layout)
@@ -194,3 +201,30 @@ def test_clear_errors() -> None:
         unpack(b"\0" * 4, (1, 4), "f16", "Cx")
     with pytest.raises(Tx8labError, match="i1 has no memory layout"):
         geometry((4,), "i1", "Tensor")
+
+
+def test_cx_needs_rank_2_or_4() -> None:
+    # seed 000: "Cx模式需要数据的维度是2或者4"; ranks 3 and >= 5 have only Tensor/NTensor
+    for shape in ((1, 3, 64), (2, 3, 64), (1, 2, 3, 4, 64), (1, 1, 1, 1, 1, 8)):
+        for layout in ("Cx", "NCx"):
+            with pytest.raises(Tx8labError, match=rf"{layout} needs rank 2 or 4 .* rank-"):
+                geometry(shape, "f16", layout)
+        with pytest.raises(Tx8labError, match="needs rank 2 or 4"):
+            layout_for(shape, aligned=True)
+        with pytest.raises(Tx8labError, match="needs rank 2 or 4"):
+            pack(np.zeros(shape, np.float32), "f16", "Cx")
+        assert layout_for(shape, aligned=False) in (LayoutMode.Tensor, LayoutMode.NTensor)
+    # rank 0/1: one pixel of C channels, C padded (seed 001 stores dim < 2 constants Cx)
+    # C = 40 > 32: no full block of 64, the tail C0 = 40 pads up the ladder to 64 slots
+    assert footprint_bits((40,), "f16", "Cx") == 64 * 16
+    assert footprint_bits((), "f16", "Cx") == 4 * 16
+
+
+def test_rank3_is_read_through_its_rank4_view() -> None:
+    # [N, W, C] -> [N, 1, W, C]; by hand for f16 [2, 3, 131]: per batch 3 pixels x 2 blocks
+    # of 64 + 3 pixels x the tail 3 padded to 4 = 396 slots = 6336 bits, batch stride 8192
+    assert aligned_view((2, 3, 131)) == (2, 1, 3, 131)
+    assert aligned_view((2, 1, 3, 131)) == (2, 1, 3, 131)
+    assert footprint_bits(aligned_view((2, 3, 131)), "f16", "NCx") == 8192 + 6336
+    with pytest.raises(Tx8labError, match=r"rank-5 tensor .* has no Cx/NCx view"):
+        aligned_view((1, 2, 3, 4, 5))

@@ -437,9 +437,11 @@ def test_a_projection_read_whole_is_sharded_and_its_pieces_all_gathered(
 ) -> None:
     module, program = gathered
     st = _matmul_strategy(module)
-    ways = st.shard[2]  # (B, M, N, K)
+    # iteration dims (B0, B1, M, N, K): the [1, 16, 256] @ [256, 1024] MatMul runs on the
+    # rank-4 view [1, 1, 16, 256] (layout-align-npu: Cx needs rank 2 or 4)
+    ways = st.shard[-2]  # N
     assert ways > 1
-    assert st.shard[3] == 1  # no partial sums: a gather, not a k-reduce
+    assert st.shard[-1] == 1  # no partial sums: a gather, not a k-reduce
     mm = next(op for op in _matmul_group(module).regions[0].ops if op.kind == "tx8be.MatMul")
     recvs = [c for cs in program.tiles.values() for c in cs if c.what == "recv"]
     assert {c.op_id for c in recvs} == {mm.id}
@@ -486,7 +488,7 @@ def test_the_report_names_the_gathering_group_and_noc_off_keeps_n_whole() -> Non
     assert entry["comm"] == "gather"
     assert entry["noc_saved_cycles"] > 0
     off = _matmul_strategy(_scheduled(False, module=_projection_into_heads()))
-    assert off.shard[2] == 1
+    assert off.shard[-2] == 1  # N
 
 
 def test_the_view_draws_gathering_candidates_as_pentagons() -> None:

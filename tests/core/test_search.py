@@ -62,10 +62,12 @@ def _agreement(name: str, hw: ChipConfig = TX81) -> tuple[int, int, int, int]:
 
 @pytest.mark.parametrize(
     ("name", "groups", "found"),
-    # measured: tiny_cnn 5/5 (7% of the space evaluated), tiny_transformer_block 11/11
-    # (17%), layout_align_demo 17/18 (15%; group %31 ends at 10503 cycles where the
-    # exhaustive optimum is 10106 on a lower level the pruning rule drops)
-    [("tiny_cnn", 5, 5), ("tiny_transformer_block", 11, 11), ("layout_align_demo", 18, 17)],
+    # measured: tiny_cnn 5/5 (7% of the space evaluated), tiny_transformer_block 10/10
+    # (2%; its rank-3 MatMuls run on rank-4 views since Cx needs rank 2 or 4, and the
+    # views' Reshapes group with them), layout_align_demo 17/18 (15%; group %31 ends at
+    # 10503 cycles where the exhaustive optimum is 10106 on a lower level the pruning
+    # rule drops)
+    [("tiny_cnn", 5, 5), ("tiny_transformer_block", 10, 10), ("layout_align_demo", 18, 17)],
 )
 def test_search_finds_the_exhaustive_optimum(name: str, groups: int, found: int) -> None:
     n, got, evaluated, space = _agreement(name)
@@ -253,7 +255,7 @@ def test_bench_figures_on_a_small_model(capsys: pytest.CaptureFixture[str]) -> N
     from tx8lab.bench.search import agreement, print_tables, search_figures
 
     row = search_figures(zoo.build("tiny_transformer_block"))
-    assert row["groups"] == 11
+    assert row["groups"] == 10
     assert row["searched"] + round(row["hit_rate"] * row["groups"]) == row["groups"]
     assert 0 < row["evaluated"] <= row["space"]
     assert row["total_cycles"] <= row["default_cycles"]

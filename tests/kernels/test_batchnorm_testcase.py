@@ -114,7 +114,8 @@ def test_rerun_catches_a_wrong_expected_output(tmp_path: Path) -> None:
     _, _, _, expected = load_case(folder)
     bad = expected.copy()
     bad[1, 2, 5] += 0.5
-    _rehash(folder, 0, pack(bad, "f32", param.layout), key="outputs")
+    # the rank-3 aligned image is the NCx of its [N, 1, W, C] view
+    _rehash(folder, 0, pack(bad.reshape(2, 1, 3, 40), "f32", param.layout), key="outputs")
     result = rerun_case(folder)
     assert not result.passed
     assert not result.reference_reproduced

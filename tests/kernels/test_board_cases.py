@@ -125,7 +125,7 @@ def test_ne_busy_is_the_ne_law_over_the_programs_commands() -> None:
         for c in commands:
             if c.engine != "ne":
                 continue
-            _, (m0, m1), (n0, n1), (k0, k1) = c.box  # (batch, M, N, K) iteration box
+            *_, (m0, m1), (n0, n1), (k0, k1) = c.box  # (batch dims, M, N, K) iteration box
             m, n, k = (
                 -(-(hi - lo) // g) * g
                 for (lo, hi), g in zip(((m0, m1), (n0, n1), (k0, k1)), (8, 8, 16), strict=True)

@@ -316,7 +316,11 @@ def test_from_module_and_unlink() -> None:
     panel = KnobPanel.from_module(
         zoo.build("tiny_cnn"), TX81, ["layout-init", "layout-align-npu"], hw_fields=()
     )
-    assert set(panel.controls) == {"layout-align-npu.strategy", "layout-align-npu.compare"}
+    assert set(panel.controls) == {
+        "layout-align-npu.strategy",
+        "layout-align-npu.compare",
+        "layout-align-npu.odd_rank",
+    }
     calls: list[str] = []
     view = panel.link(lambda ex: calls.append("drawn"))
     assert panel.views == [view]

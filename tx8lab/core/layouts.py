@@ -21,9 +21,18 @@ Readings chosen where the seed is silent (each is tested in ``tests/core/test_la
   ``2*2*64 + 2*4 = 264`` f16 slots = 4224 bits = 0x1080, and the next multiple of 2048 is
   6144 = 0x1800. All offsets here are in bits; ``pack`` images are bytes.
 - **Which dims are N, HW and C.** Dim 0 is N, the last dim is C and the dims between are
-  HW flattened (rank 4: N,H,W,C; rank 3: N,W,C; rank 2: N,C with HW = 1). A rank-1 (or
-  rank-0) tensor is one batch of one pixel: N = 1, HW = 1, C = its length. This matches the
-  seed's "Tensor/NTensor differ in whether dim 0 is 1": dim 0 is the batch everywhere.
+  HW flattened (rank 4: N,H,W,C; rank 2: N,C with HW = 1). A rank-1 (or rank-0) tensor is
+  one batch of one pixel: N = 1, HW = 1, C = its length. This matches the seed's
+  "Tensor/NTensor differ in whether dim 0 is 1": dim 0 is the batch everywhere.
+- **Which ranks have Cx/NCx.** Seed 000 ("Odd-Dimension Output"): "Cx模式需要数据的维度是2
+  或者4" (Cx needs rank 2 or 4), so ranks 3 and >= 5 have only Tensor/NTensor and asking
+  for their Cx is an error (:func:`has_aligned_layout`). Ranks 0 and 1 keep a Cx: it is
+  the compact placement with C padded (one pixel), seed 000 says one-dimensional data
+  meets both modes ("一维的数据可以同时被认为满足两种对齐模式"), and seed 001's
+  ConstChannelNormErase stores ``dim < 2`` constants Cx. An ALIGN kernel that reads a
+  rank-3 tensor (seed 001's BatchNorm takes rank 2/3/4) sees it as the rank-4
+  ``[N, 1, W, C]`` (:func:`aligned_view`), whose NCx places every element where the
+  former rank-3 (N, W, C) reading did.
 - **Cx and NCx place elements identically**; as with Tensor/NTensor the name records
   whether dim 0 is 1 (:func:`layout_for` picks the name).
 - **C0 above the largest step.** C0 is ``C mod 64`` (``mod 128`` for i8), so it can exceed
@@ -60,6 +69,40 @@ BATCH_ALIGN_BITS = 2048
 ALIGNED_DTYPES = frozenset({"f16", "bf16", "f32", "tf32", "i8", "i32"})
 
 _FORMATTED = (LayoutMode.Cx, LayoutMode.NCx)
+
+#: Ranks with a Cx/NCx placement of their own (seed 000: Cx needs rank 2 or 4).
+ALIGNED_RANKS = frozenset({2, 4})
+
+
+def has_aligned_layout(rank: int) -> bool:
+    """Whether a tensor of ``rank`` can be stored Cx/NCx: rank 2 or 4, or one pixel (<= 1)."""
+    return rank in ALIGNED_RANKS or rank <= 1
+
+
+def aligned_view(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape an ALIGN kernel sees ``shape`` as: rank 3 ``[N, W, C]`` -> ``[N, 1, W, C]``.
+
+    Ranks with a Cx of their own are returned as they are. A rank >= 5 tensor has no
+    view that does not depend on the op (which dims may merge), so it is an error here.
+    """
+    shape = tuple(int(d) for d in shape)
+    if len(shape) == 3:
+        return (shape[0], 1, shape[1], shape[2])
+    if not has_aligned_layout(len(shape)):
+        raise Tx8labError(
+            f"a rank-{len(shape)} tensor {shape} has no Cx/NCx view: Cx needs rank 2 or 4 "
+            "(seed 000); reshape it to rank 4 first or keep it Tensor/NTensor"
+        )
+    return shape
+
+
+def _check_rank(shape: tuple[int, ...], mode: LayoutMode) -> None:
+    if mode in _FORMATTED and not has_aligned_layout(len(shape)):
+        raise Tx8labError(
+            f"layout {mode.value} needs rank 2 or 4 (seed 000: Cx needs rank 2 or 4), not the "
+            f"rank-{len(shape)} shape {shape}: keep it Tensor/NTensor or view it as rank 4 "
+            "(layouts.aligned_view)"
+        )
 
 
 def _as_layout(layout: LayoutMode | str) -> LayoutMode:
@@ -129,6 +172,7 @@ def geometry(shape: tuple[int, ...], dtype: str, layout: LayoutMode | str) -> Ge
     shape = tuple(int(d) for d in shape)
     if any(d < 0 for d in shape):
         raise Tx8labError(f"shape {shape} has a negative dimension")
+    _check_rank(shape, mode)
     bits = bits_of(dtype)
     n, hw, c = _split_shape(shape)
     if mode not in _FORMATTED:
@@ -158,11 +202,14 @@ def layout_for(shape: tuple[int, ...], aligned: bool) -> LayoutMode:
 
     A tensor of rank 0 or 1 has no batch dimension (its one dimension is C, as the
     placement treats it), so it is always ``Tensor``/``Cx``: seed 001's
-    ConstChannelNormErase stores a 1-D constant as ``Cx``.
+    ConstChannelNormErase stores a 1-D constant as ``Cx``. ``aligned`` for a rank-3 or
+    rank >= 5 shape is an error (Cx needs rank 2 or 4).
     """
     batched = len(shape) >= 2 and shape[0] != 1
     if aligned:
-        return LayoutMode.NCx if batched else LayoutMode.Cx
+        layout = LayoutMode.NCx if batched else LayoutMode.Cx
+        _check_rank(tuple(shape), layout)
+        return layout
     return LayoutMode.NTensor if batched else LayoutMode.Tensor
 
 

@@ -46,6 +46,10 @@ Readings chosen where the seed is vague:
   The parameters are fp32 Cx images of their C channels; ``imm`` is ``2 x sizeof(in)``
   bytes (the op library's ``imm_bytes``), which always holds the fp32 image of the slice.
   ``imm_a`` is the start of ``imm``.
+- **Rank 3.** The seed's kernel takes rank 2/3/4 in Cx/NCx, and Cx needs rank 2 or 4
+  (seed 000): a rank-3 slice ``[N, W, C]`` is held and computed as its rank-4 view
+  ``[N, 1, W, C]`` (:func:`tx8lab.core.layouts.aligned_view`), so the buffers and the
+  step values have that shape; the result is returned in the input's shape.
 - **fp32 and tf32 inputs** skip steps 1, 2 and 10: step 3 reads ``in`` directly and step
   8 writes ``out``; step 9 rounds ``out`` to tf32 in place for tf32 and is skipped for
   fp32. The seed only draws the 16-bit flow.
@@ -97,7 +101,15 @@ import numpy.typing as npt
 from tx8lab.core.attrs import LayoutMode
 from tx8lab.core.dtypes import FLOAT_DTYPES, bits_of, from_bits_image, round_to, to_bits_image
 from tx8lab.core.ir import Op
-from tx8lab.core.layouts import BATCH_ALIGN_BITS, Geometry, geometry, layout_for, pack, slot_map
+from tx8lab.core.layouts import (
+    BATCH_ALIGN_BITS,
+    Geometry,
+    aligned_view,
+    geometry,
+    layout_for,
+    pack,
+    slot_map,
+)
 from tx8lab.core.ops import get_op_def
 from tx8lab.core.ops.norm import BATCHNORM_CT_OP_KIND, BATCHNORM_STEP_TITLES, rsqrt_f32
 from tx8lab.core.schedule.tasks import OpStrategy
@@ -481,6 +493,7 @@ def buffer_plan(shape: Sequence[int], dtype: str) -> tuple[Region, ...]:
     """
     shape = tuple(int(d) for d in shape)
     _check_input(shape, dtype)
+    shape = aligned_view(shape)  # rank 3 is held as [N, 1, W, C] (Cx needs rank 2 or 4)
     c = shape[-1]
     in_bytes = -(-geometry(shape, dtype, layout_for(shape, aligned=True)).footprint_bits // 8)
     param_bytes = -(-geometry((c,), "f32", LayoutMode.Cx).footprint_bits // 8)
@@ -520,6 +533,8 @@ def batchnorm_flow(
         )
     }
     wide = bits_of(dtype) == 16
+    given, shape = shape, aligned_view(shape)  # rank 3 runs on [N, 1, W, C]
+    values = values.reshape(shape)
     layout = layout_for(shape, aligned=True)
     in_image = pack(values, dtype, layout)
     geo = geometry(shape, "f32", layout)  # imm_a: the fp32 image of the slice
@@ -617,7 +632,13 @@ def batchnorm_flow(
         skip(10, "out was written by step 8")
         result = _decode(spm, out.addr, shape, dtype, layout)
     return BatchNormRun(
-        shape, dtype, float(epsilon), tuple(steps), tuple(r.values()), result, spm.image("out")
+        given,
+        dtype,
+        float(epsilon),
+        tuple(steps),
+        tuple(r.values()),
+        result.reshape(given),
+        spm.image("out"),
     )
 
 
@@ -754,7 +775,7 @@ def main_c(op: Op, strategy: OpStrategy | None = None, *, tile: int = 0) -> str:
     lines = [
         f"/* main.c for {op.kind} %{op.id} on tile {tile} (seed 001 load -> compute -> store)",
         f" * input {'x'.join(map(str, x.shape))} {x.dtype} "
-        f"{layout_for(x.shape, aligned=True).value}, sharding {strategy.shard}, "
+        f"{layout_for(aligned_view(x.shape), aligned=True).value}, sharding {strategy.shard}, "
         f"split {strategy.split}",
         f" * slice {'x'.join(map(str, slice_shape))} (temporalSliceShape), "
         f"{len(iters)} iterations, channels [{c0}, {c0 + c_real})",

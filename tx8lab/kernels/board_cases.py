@@ -29,7 +29,9 @@ Readings chosen where the board notes are vague:
 - **Layouts.** A function's inputs and outputs are NALIGN (seed 000), so tx8lab's
   program converts both inputs to Cx and the result back with ChannelNorm groups
   around the MatMul group; the board's K = 1024 kernel reads and writes NCx directly
-  (its ``layout`` column), the 4096^3 row does not say. The whole program is compared;
+  (its ``layout`` column), the 4096^3 row does not say. The rank-3 operands have no Cx
+  (Cx needs rank 2 or 4, seed 000), so the MatMul runs on ``[1, 1, M, K]`` views whose
+  Reshapes (compact, no byte moves) ride in those ChannelNorm groups. The whole program is compared;
   the K = 1024 case also gives the MatMul group's own span (first issue to last end on
   its slowest tile).
 - **Which board figure is the kernel body.** ``kernel_main_entry_longest_tile_ms`` is the

@@ -22,7 +22,8 @@ Readings chosen where the seed is vague:
   (MatMul, BatchMatMul, Conv2d) take i8 (the NE has no i32 mode); Gemm, transcendental
   activations, the norms, AvgPool, GlobalAvgPool and ReduceMean are float only. i64 is
   left out: the aligned layouts do not define it. Ranks are 1-4 (what the op allows:
-  NHWC rank 4 for conv, pool and Resize; 2-4 for BatchNorm_Inference; 2 for Gemm).
+  NHWC rank 4 for conv, pool and Resize; 2-4 for BatchNorm_Inference; 2 for Gemm; 1, 2
+  or 4 for ChannelNorm, whose Cx side needs rank 2 or 4).
   Shapes keep dims small (batch 1-4, inner dims 1-8) and draw the last (channel) dim from
   1-32, 33-64 or 65-160, so C <= 32, one Cx block and blocks plus a C0 tail all occur.
   Attributes are drawn over their whole declared range: axes (negative too), perms,
@@ -47,7 +48,8 @@ Readings chosen where the seed is vague:
 - **Layout** of the ``.bin`` images: one coin flip per case between the aligned Cx/NCx
   image and the compact Tensor/NTensor one (``N``- prefixed when dim 0 is not 1, as
   :func:`tx8lab.core.layouts.layout_for` names it), applied to every file whose element
-  type the aligned layouts define; the others (i1, i64) are compact. An i1 image is one
+  type and rank the aligned layouts define; the others (i1, i64; rank 3 and >= 5, which
+  have no Cx: seed 000) are compact. An i1 image is one
   byte (0 or 1) per element, the compact i8 image of its values.
 - **Comparison**: the executed outputs against the interpreter's (``Execution.ok``) and
   against this module's reference of the module before the pipeline, both with
@@ -97,7 +99,14 @@ from tx8lab.core.execute import (
 )
 from tx8lab.core.interpret import interpret
 from tx8lab.core.ir import Module, Value
-from tx8lab.core.layouts import ALIGNED_DTYPES, layout_for, pack, unpack
+from tx8lab.core.layouts import (
+    ALIGNED_DTYPES,
+    aligned_view,
+    has_aligned_layout,
+    layout_for,
+    pack,
+    unpack,
+)
 from tx8lab.core.ops import OPS
 from tx8lab.core.text import parse_module, print_module
 from tx8lab.errors import Tx8labError
@@ -771,7 +780,10 @@ def _tuple(g: _Draw, kind: str) -> _Made:
 
 
 def _channel_norm(g: _Draw, kind: str) -> _Made:
-    return [g.operand("x", g.shape())], {"direction": g.coin()}
+    shape = g.shape()
+    if len(shape) == 3:  # Cx needs rank 2 or 4: a rank-3 draw becomes its [N, 1, W, C] view
+        shape = aligned_view(shape)
+    return [g.operand("x", shape)], {"direction": g.coin()}
 
 
 _ANY = (*FLOATS, *INTS)
@@ -1067,7 +1079,9 @@ def compile_case(
 
 def file_layout(shape: Sequence[int], dtype: str, aligned: bool) -> LayoutMode:
     """The layout of one ``.bin`` image (module doc, **Layout**)."""
-    return layout_for(tuple(shape), aligned and dtype in ALIGNED_DTYPES)
+    return layout_for(
+        tuple(shape), aligned and dtype in ALIGNED_DTYPES and has_aligned_layout(len(shape))
+    )
 
 
 def _image(array: Array, dtype: str, layout: LayoutMode) -> bytes:

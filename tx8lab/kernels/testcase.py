@@ -18,6 +18,8 @@ Readings chosen where the seed is vague:
 - **Layout** is the memory image the ``.bin`` files hold: random between the aligned
   Cx/NCx image the op computes on and the compact Tensor/NTensor one (the seed's "数据对齐
   方式随机"); ``N``- prefixed when dim 0 is not 1. Parameters are always compact f32.
+  A rank-3 aligned image is the NCx of the ``[N, 1, W, C]`` view the kernel computes on
+  (Cx needs rank 2 or 4, seed 000); ``case.json`` keeps the rank-3 shape.
   Reading a compact input into the kernel is a ChannelNorm (unpack, pack), as a load with
   a layout change would do.
 - **Data ranges**: x uniform in [-4, 4] with its first element negative and last positive
@@ -47,7 +49,7 @@ from tx8lab.core.builder import Builder
 from tx8lab.core.dtypes import round_to
 from tx8lab.core.interpret import interpret
 from tx8lab.core.ir import Module
-from tx8lab.core.layouts import layout_for, pack, unpack
+from tx8lab.core.layouts import aligned_view, layout_for, pack, unpack
 from tx8lab.core.text import parse_module, print_module
 from tx8lab.errors import Tx8labError
 from tx8lab.kernels.batchnorm import batchnorm_flow, main_c
@@ -78,7 +80,7 @@ class CaseParam:
     @property
     def layout(self) -> LayoutMode:
         """The memory layout of the input and output images."""
-        return layout_for(self.shape, aligned=self.aligned)
+        return layout_for(aligned_view(self.shape), aligned=self.aligned)
 
 
 @dataclass(frozen=True)
@@ -204,9 +206,23 @@ def _kernel(x: Array, data: Sequence[Array], param: CaseParam) -> Array:
     return run.output
 
 
+def _pack(array: Array, dtype: str, layout: LayoutMode) -> bytes:
+    """The image of ``array``; a rank-3 Cx/NCx image is its ``[N, 1, W, C]`` view's."""
+    array = np.asarray(array)
+    if layout in (LayoutMode.Cx, LayoutMode.NCx):
+        array = array.reshape(aligned_view(array.shape))
+    return pack(array, dtype, layout)
+
+
+def _unpack(data: bytes, shape: tuple[int, ...], dtype: str, layout: LayoutMode | str) -> Array:
+    """:func:`_pack`'s inverse."""
+    view = aligned_view(shape) if LayoutMode(layout) in (LayoutMode.Cx, LayoutMode.NCx) else shape
+    return unpack(data, view, dtype, layout).reshape(shape)
+
+
 def _through_layout(x: Array, param: CaseParam) -> Array:
     """``x`` as read from its ``.bin`` image (the load's ChannelNorm for a compact one)."""
-    return unpack(pack(x, param.dtype, param.layout), param.shape, param.dtype, param.layout)
+    return _unpack(_pack(x, param.dtype, param.layout), param.shape, param.dtype, param.layout)
 
 
 def tolerance(dtype: str) -> tuple[float, float]:
@@ -244,11 +260,11 @@ def save_info_file(case: Case, directory: str | Path) -> Path:
         dtype, layout = (
             (param.dtype, param.layout) if i == 0 else ("f32", layout_for(array.shape, False))
         )
-        data = pack(array, dtype, layout)
+        data = _pack(array, dtype, layout)
         file = f"in{i}_{name}.bin"
         (folder / file).write_bytes(data)
         inputs.append({"name": name, **_entry(file, array, dtype, layout, data)})
-    out = pack(case.expected, param.dtype, param.layout)
+    out = _pack(case.expected, param.dtype, param.layout)
     (folder / "out0_expected.bin").write_bytes(out)
     (folder / "main.c").write_text(case.main_c)
     rtol, atol = tolerance(param.dtype)
@@ -308,7 +324,7 @@ def read_checked(folder: Path, entry: Mapping[str, Any]) -> bytes:
 
 def _read_bin(folder: Path, entry: Mapping[str, Any]) -> Array:
     data = read_checked(folder, entry)
-    return unpack(data, tuple(entry["shape"]), str(entry["dtype"]), str(entry["layout"]))
+    return _unpack(data, tuple(entry["shape"]), str(entry["dtype"]), str(entry["layout"]))
 
 
 def load_case(folder: str | Path) -> tuple[CaseParam, Module, tuple[Array, ...], Array]:

@@ -79,6 +79,14 @@ from tx8lab.core.ops.registry import (
     StopsLayout,
     Window,
 )
+from tx8lab.core.ops.views import (
+    AlignedView,
+    group_axes,
+    inner_size,
+    needs_view,
+    new_axis,
+    view_shape,
+)
 from tx8lab.errors import Tx8labError
 
 
@@ -268,6 +276,22 @@ class Transpose(_AlignDataOp):
         perm = self.perm(op.operands[0].type.rank, op.attrs)
         return (tuple(perm.index(j) for j in range(len(perm))),)
 
+    def aligned_view(self, op: Op) -> AlignedView | None:
+        # dims merge when the perm keeps them together; an inserted 1 keeps its place
+        x = op.operands[0].type.shape
+        if not needs_view([len(x)], [len(x)]):
+            return None
+        perm = self.perm(len(x), op.attrs)
+        place = {a: perm.index(a) for a in perm}
+        groups = group_axes(x, lambda left, right: place[right[0]] == place[left[-1]] + 1)
+        if groups is None:
+            return None
+        moved = iter(
+            sorted((i for i, g in enumerate(groups) if g), key=lambda i: place[groups[i][0]])
+        )
+        new_perm = tuple(next(moved) if g else i for i, g in enumerate(groups))
+        return AlignedView((view_shape(x, groups),), {"perm": new_perm})
+
     def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
         return (np.transpose(inputs[0], self.perm(inputs[0].ndim, op.attrs)),)
 
@@ -316,6 +340,18 @@ class Concatenate(_AlignDataOp):
     def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
         axis = norm_axis(self, op.attrs["axis"], inputs[0].ndim)
         return (np.concatenate(inputs, axis=axis),)
+
+    def aligned_view(self, op: Op) -> AlignedView | None:
+        # the join axis stays the outer dim of its group
+        out = op.results[0].type.shape
+        if not needs_view([v.type.rank for v in op.operands], [len(out)]):
+            return None
+        axis = norm_axis(self, op.attrs["axis"], len(out))
+        groups = group_axes(out, lambda left, right: axis not in right, lambda a: a != axis)
+        if groups is None:
+            return None
+        operands = tuple(view_shape(v.type.shape, groups) for v in op.operands)
+        return AlignedView(operands, {"axis": new_axis(groups, axis)})
 
 
 class Split(_DataOp):
@@ -434,6 +470,41 @@ class Slice(_DataOp):
     def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
         return (inputs[0][self.slices(inputs[0].shape, op.attrs)],)
 
+    def aligned_view(self, op: Op) -> AlignedView | None:
+        # a dim merges into its outer neighbour when it is taken whole and the outer one
+        # has step 1; the last dim (C, which the ALIGN rule reads) is kept as given
+        x = op.operands[0].type.shape
+        out = op.results[0].type.shape
+        if not needs_view([len(x)], [len(out)]):
+            return None
+        given = self.slices(x, op.attrs)
+        spans = [s.indices(d) for s, d in zip(given, x, strict=True)]
+        groups = group_axes(
+            x,
+            lambda left, right: (
+                spans[left[0]][2] == 1 and all(spans[a] == (0, x[a], 1) for a in right)
+            ),
+            lambda a: out[a] == 1,
+        )
+        if groups is None:
+            return None
+        triples = []
+        for g in groups:
+            if not g:
+                triples.append((0, 1, 1))
+            elif len(g) == 1:
+                sl = given[g[0]]
+                triples.append((sl.start, sl.stop, sl.step))
+            else:
+                start, end, _ = spans[g[0]]
+                inner = inner_size(x, g)
+                triples.append((start * inner, end * inner, 1))
+        starts, ends, steps = (tuple(t[i] for t in triples) for i in range(3))
+        attrs: dict[str, Any] = {"starts": starts, "ends": ends}
+        if op.attrs.get("steps") is not None:
+            attrs["steps"] = steps
+        return AlignedView((view_shape(x, groups),), attrs)
+
 
 class Pad(_AlignDataOp):
     """Constant padding: ``pads`` = all lows then all highs."""
@@ -478,6 +549,27 @@ class Pad(_AlignDataOp):
             value if x.dtype.kind == "f" else (bool(value) if x.dtype == np.bool_ else int(value))
         )
         return (np.pad(x, self.pads(x.ndim, op.attrs), constant_values=fill),)
+
+    def aligned_view(self, op: Op) -> AlignedView | None:
+        # a dim merges into its outer neighbour when it is not padded (the outer dim's pads
+        # then span whole rows)
+        x = op.operands[0].type.shape
+        if not needs_view([len(x)], [len(x)]):
+            return None
+        pairs = self.pads(len(x), op.attrs)
+        groups = group_axes(
+            x,
+            lambda left, right: all(pairs[a] == (0, 0) for a in right),
+            lambda a: pairs[a] == (0, 0),
+        )
+        if groups is None:
+            return None
+        new = [
+            (pairs[g[0]][0] * inner_size(x, g), pairs[g[0]][1] * inner_size(x, g)) if g else (0, 0)
+            for g in groups
+        ]
+        pads = tuple(lo for lo, _ in new) + tuple(hi for _, hi in new)
+        return AlignedView((view_shape(x, groups),), {"pads": pads})
 
 
 class Broadcast(StopsLayout, _DataOp):
@@ -645,6 +737,18 @@ class Scatter(_AlignDataOp):
         grids[axis] = idx
         out[tuple(grids)] = updates
         return (out,)
+
+    def aligned_view(self, op: Op) -> AlignedView | None:
+        # indices may be smaller than data off the axis: 1s inserted only, nothing merged
+        shapes = [v.type.shape for v in op.operands]
+        if not needs_view([len(s) for s in shapes], [len(shapes[0])]) or len(shapes[0]) > 4:
+            return None
+        groups = group_axes(shapes[0])
+        assert groups is not None  # rank <= 3 always has a view
+        axis = norm_axis(self, self.attr(op, "axis"), len(shapes[0]))
+        return AlignedView(
+            tuple(view_shape(s, groups) for s in shapes), {"axis": new_axis(groups, axis)}
+        )
 
 
 class Convert(_DataOp):

@@ -15,6 +15,9 @@ Readings chosen where the seed is vague:
   splitting it in time accumulates partial sums; cut across tiles (``noc_reduce``) each
   tile holds a partial sum the tiles add over the NoC). N is the output channel (loop
   ``oc``).
+- An ALIGN kernel has no rank-3 (or rank >= 5) operand in Cx (seed 000): such a product
+  is computed as a MatMul on rank-4 views, the batch dims regrouped to two (``[B, M, K]``
+  reads as ``[B, 1, M, K]``; :meth:`_NeOp.aligned_view`, see ``layout-align-npu``).
 - Cost: ``(batch, M, K, N)`` of the slice on the NE, padded to its 8x16x8 granule; Gemm's
   alpha/beta/bias are NE post-processing (seed 001: "计算之后,还可以进行后处理") and cost
   nothing extra.
@@ -43,6 +46,7 @@ from tx8lab.core.ops.registry import (
     broadcast_map,
     f32,
 )
+from tx8lab.core.ops.views import AlignedView, group_axes, needs_view, view_shape
 
 
 def _matmul(a: Array, b: Array) -> Array:
@@ -101,6 +105,34 @@ class _NeOp(OpDef):
     def ne_shape(self, op: Op, slice_shape: SliceShape) -> tuple[int, int, int, int]:
         *batch, m, n, k = slice_shape.iteration
         return math.prod(batch), m, k, n
+
+    def aligned_view(self, op: Op) -> AlignedView | None:
+        # the result's batch dims regroup to two (a 1 after the first for rank 3; merged
+        # where every operand is either whole or broadcast on both); M, K, N stay
+        out = op.results[0].type.shape
+        shapes = [v.type.shape for v in op.operands[:2]]
+        if not needs_view([len(s) for s in shapes], [len(out)]):
+            return None
+        nb = len(out) - 2
+
+        def batch_of(shape: tuple[int, ...]) -> tuple[int, ...]:
+            return (1,) * (nb - len(shape) + 2) + shape[:-2]
+
+        def can_merge(left: tuple[int, ...], right: tuple[int, ...]) -> bool:
+            axes = [a for a in left + right if out[a] != 1]
+            if any(a >= nb for a in left + right):
+                return False
+            return all(
+                len({batch_of(s)[a] == out[a] for a in axes}) <= 1 for s in shapes if len(s) > 2
+            )
+
+        groups = group_axes(out, can_merge, lambda a: a < nb)
+        if groups is None:
+            return None
+        operands = tuple(
+            s if len(s) == 2 else (*view_shape(batch_of(s), groups[:-2]), *s[-2:]) for s in shapes
+        )
+        return AlignedView(operands, {}, MatMul.kind)
 
 
 class Gemm(_NeOp):

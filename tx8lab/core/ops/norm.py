@@ -89,7 +89,7 @@ import numpy as np
 from tx8lab.core.attrs import AlignMode
 from tx8lab.core.dtypes import FLOAT_DTYPES, bits_of, round_to
 from tx8lab.core.ir import Op, TensorType
-from tx8lab.core.layouts import geometry, layout_for
+from tx8lab.core.layouts import aligned_view, geometry, layout_for
 from tx8lab.core.ops.activation import Rsqrt
 from tx8lab.core.ops.common import both_attr, norm_axis, require_float, same_dtype
 from tx8lab.core.ops.data import Convert
@@ -105,6 +105,7 @@ from tx8lab.core.ops.registry import (
     _default_layout,
     value_bytes,
 )
+from tx8lab.core.ops.views import AlignedView, needs_view
 from tx8lab.errors import Tx8labError
 from tx8lab.hw import cost as hwcost
 from tx8lab.hw import laws as hwlaws
@@ -336,6 +337,13 @@ class BatchNorm_Inference(OpDef):
                 raise self.fail(f"{name} must be [{c}] or 1x..x1x{c}, got {ttype}")
         return (x,)
 
+    def aligned_view(self, op: Op) -> AlignedView | None:
+        # seed 001's ALIGN kernel takes rank 3: it reads [N, W, C] as [N, 1, W, C]
+        shapes = [v.type.shape for v in op.operands]
+        if not needs_view([len(s) for s in shapes], [len(shapes[0])]):
+            return None
+        return AlignedView(tuple(aligned_view(s) for s in shapes))
+
     def iter_dims(self, op: Op) -> tuple[IterDim, ...]:
         # seed 001: "input 只能在通道维度上 sharding", split only N, H, W ("只对 input 的 NHW
         # 进行 split")
@@ -411,7 +419,7 @@ class BatchNorm_Inference(OpDef):
         # seed 001: "imm 是辅助空间,此处申请了 2xsizeof(input) Bytes"; the input is Cx/NCx
         # (NPU_ALIGN), so sizeof is its aligned image, which 2x always holds in fp32
         x = op.operands[0].type
-        shape = slice_shape.operands[0]
+        shape = aligned_view(slice_shape.operands[0])
         return 2 * value_bytes(shape, x.dtype, layout_for(shape, aligned=True))
 
     def op_attr(self, op: Op) -> OpAttr:
@@ -579,7 +587,8 @@ def batchnorm_steps(
         raise Tx8labError(f"BatchNorm_Inference cost: slice {shape} must have rank 2, 3 or 4")
     if 0 in shape:
         return ()
-    geo = geometry(shape, "f32", layout_for(shape, aligned=True))  # imm_a: the fp32 image
+    view = aligned_view(tuple(shape))  # rank 3 as [N, 1, W, C] (Cx needs rank 2 or 4)
+    geo = geometry(view, "f32", layout_for(view, aligned=True))  # imm_a: the fp32 image
     slots = geo.footprint_bits // 32
     vuv = (
         ((geo.blocks * geo.hw * geo.block,) if geo.blocks else ())

@@ -41,6 +41,7 @@ from tx8lab.core.ops.registry import (
     carry_forward,
     f32,
 )
+from tx8lab.core.ops.views import AlignedView, group_axes, needs_view, new_axis, view_shape
 
 
 class _Reduce(OpDef):
@@ -135,6 +136,23 @@ class _Reduce(OpDef):
         x = f32(inputs[0])
         axes = self.axes(x.ndim, op.attrs)
         return (np.asarray(self.reduce(x, axes, bool(self.attr(op, "keepdims")))),)
+
+    def aligned_view(self, op: Op) -> AlignedView | None:
+        # keepdims (the result has the view's rank); reduced dims merge with reduced ones,
+        # kept with kept
+        x = op.operands[0].type.shape
+        if not needs_view([len(x)], [op.results[0].type.rank]):
+            return None
+        reduced = set(self.axes(len(x), op.attrs))
+        groups = group_axes(
+            x,
+            lambda left, right: len({a in reduced for a in left + right}) == 1,
+            lambda a: a not in reduced,
+        )
+        if groups is None:
+            return None
+        axes = tuple(sorted({new_axis(groups, a) for a in reduced}))
+        return AlignedView((view_shape(x, groups),), {"axes": axes, "keepdims": True})
 
 
 class ReduceSum(_Reduce):

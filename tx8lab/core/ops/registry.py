@@ -13,6 +13,7 @@ in ``tx8lab.core.ops`` maps ``"tx8be.<Name>"`` to an instance.
 | ``layoutInitPass`` start | :meth:`OpDef.init_layout` (Gemm/MatMul/BatchMatMul, Conv) |
 | ``queryOpAttr`` | :meth:`OpDef.op_attr` -> :class:`OpAttr` |
 | seed 000 AlignMode rules | :meth:`OpDef.align_mode` |
+| (TX8 frontend) an ALIGN kernel on rank-2/4 views | :meth:`OpDef.aligned_view` |
 | ``compute`` | :meth:`OpDef.compute` (numpy) |
 | ``temporalSliceShape`` | :meth:`OpDef.temporal_slice_shape` -> :class:`SliceShape`, over the
   op's iteration dims (:meth:`OpDef.iter_dims`, :meth:`OpDef.operand_dims`,
@@ -106,6 +107,7 @@ from tx8lab.core.layout_str import (
     tensor_layout,
 )
 from tx8lab.core.layouts import footprint_bits
+from tx8lab.core.ops.views import AlignedView
 from tx8lab.core.tiling import OpStrategy as OpStrategy
 from tx8lab.core.tiling import SliceShape as SliceShape
 from tx8lab.errors import Tx8labError
@@ -471,6 +473,14 @@ class OpDef:
     def align_mode(self, op: Op) -> AlignMode:
         """Seed 000 alignment requirement; by default what ``op_attr`` says."""
         return self.op_attr(op).align_mode
+
+    def aligned_view(self, op: Op) -> AlignedView | None:
+        """The op on rank-2/4 views of its tensors, for its ALIGN kernel; None: no view.
+
+        Asked by ``layout-align-npu`` for an ALIGN-only op with a tensor of rank 3 or >= 5
+        (Cx needs rank 2 or 4, seed 000); see :mod:`tx8lab.core.ops.views`.
+        """
+        return None
 
     def compute(self, op: Op, *inputs: Array) -> tuple[Array, ...]:
         """Reference result on the CPU (seed ``ComputeInterface``)."""

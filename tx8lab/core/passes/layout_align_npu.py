@@ -6,20 +6,52 @@ or either (BOTH); where a producer and a user disagree a ChannelNorm converts be
 two, and at the end ``layout_str`` is mapped to ``dev_info.mem_layout``.
 
 The rules, in the order they are tried (the first that fires decides; the order is the
-order the seed lists them in):
+order the seed lists them in, but for ``odd_rank``, see "Odd ranks" below):
 
 | rule | color | what fires it |
 |---|---|---|
 | ``dev_info`` | its layout | the op already has ``dev_info`` (the user fixed it) |
 | ``channel_norm`` | its direction | a ChannelNorm already in the graph |
+| ``odd_rank`` | NALIGN | an output of rank 0, 1, 3 or >= 5, or an operand of rank 3 or >= 5 |
 | ``align_only`` | ALIGN | the op library says ALIGN only (Gemm, MatMul, Conv, Pool, ...) |
 | ``nalign_only`` | NALIGN | the op library says NALIGN only |
 | ``slice`` | either | Slice: C start > 0 and C end a multiple of 64 -> NALIGN, else ALIGN |
-| ``odd_rank`` | NALIGN | the output has rank 1 or 3 (Cx needs rank 2 or 4) |
 | ``broadcast`` | follows | a V_VS op (one operand broadcast) takes its complete input's color |
 | ``both`` | follows | the parents' common color, else the earliest parent's |
 | ``no_parent`` | NALIGN | a BOTH op without operands (a constant) |
 | ``input`` / ``output`` | NALIGN | function arguments; values returned by the function |
+
+**Odd ranks.** Seed 000 ("Odd-Dimension Output"): "如果输出的维度是奇数(1,3),这种Op只能
+看作是NALIGN,因为Cx模式需要数据的维度是2或者4" — an output of odd rank can only be NALIGN,
+because Cx needs rank 2 or 4. We read the reason as the rule: a value whose rank is not 2
+or 4 has no Cx/NCx (:mod:`tx8lab.core.layouts` refuses it), so an op with such an output
+(rank 0 and >= 5 too, not only 1 and 3) is NALIGN, and so is an op reading a rank-3 or
+rank >= 5 operand (it could only read it in Cx through a ChannelNorm to a layout that does
+not exist). Rank-0/1 operands stay allowed: seed 000 says one-dimensional data meets both
+modes and its broadcast ChannelNorms are removed later (seed 001 ConstChannelNormErase),
+so an ALIGN op still reads a rank-1 bias through a ChannelNorm. The rule is absolute, so
+it goes before the ALIGN-only and Slice rules, and seed 000 then leaves a contradiction:
+an ALIGN-only op (its op library kernel is ALIGN only) with an odd-rank result. The knob
+``odd_rank`` picks how a TX8 frontend resolves it:
+
+- ``view`` (default): the op is computed on rank-4 (or rank-2) views of its tensors, as a
+  frontend emits it: ``Reshape`` -> the op -> ``Reshape`` back (``[B, M, K] @ [K, N]``
+  runs as ``[B, 1, M, K] @ [K, N] -> [B, 1, M, N]``; a rank-5 Transpose drops a dim of
+  size 1 or merges dims the permutation keeps together; :mod:`tx8lab.core.ops.views`).
+  The Reshapes sit on the compact side, where a reshape moves no byte, and the op keeps
+  its only kernel, ALIGN. Seed 001 supports it: BatchNorm's ALIGN kernel takes rank 2/3/4
+  input, i.e. an ALIGN kernel reads a rank-3 tensor through a rank-4 view. An op with no
+  such view (a rank-5 Transpose that mixes every dim) falls back to ``nalign``. Reshape
+  chains fold as a frontend emits them: an operand made by a Reshape nothing else reads
+  is reshaped to the view by that Reshape, and a result read by one Reshape only feeds
+  it directly (:func:`view_odd_ranks`).
+- ``nalign``: the seed's sentence read literally, "this op can only be NALIGN": the op runs
+  on compact data, its neighbours pay the ChannelNorms. Fewer ChannelNorms, but it assumes
+  a compact kernel the seed's ALIGN-only list says the op library does not have.
+
+Either way an ALIGN-only op whose tensors all have rank <= 1 is NALIGN without a view:
+the Cx of one pixel is its compact image, so its ALIGN kernel reads and writes the same
+bytes.
 
 Readings chosen where the seed is vague or contradicts itself:
 
@@ -29,8 +61,8 @@ Readings chosen where the seed is vague or contradicts itself:
   ``direction`` names the layout the ChannelNorm *produces*, true = to ALIGN (as the op
   library's ChannelNorm reads it), so NALIGN -> ALIGN is ``true``. The code's expression
   describes the producer's side, which is the opposite layout.
-- **Precedence.** ALIGN-only beats the odd-rank rule: a Gemm with a rank-3 output stays
-  ALIGN (the op library has no other kernel) and its rank-3 users pay a ChannelNorm.
+- **Precedence.** The odd-rank rule beats the ALIGN-only and Slice rules (see "Odd
+  ranks"); with ``odd_rank=view`` it only fires for those ops when no view exists.
 - **BOTH ops without parents** (constants) start NALIGN, as the seed makes graph inputs:
   constants are then converted by a ChannelNorm that ``layout-align-opt`` and
   ``const-norm`` later fold into the constant's own layout.
@@ -70,8 +102,11 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 from tx8lab.core.attrs import AlignMode, DevInfo, LayoutMode
 from tx8lab.core.builder import make_op
 from tx8lab.core.ir import TERMINATORS, Function, IdCounter, Module, Op, Value
-from tx8lab.core.layouts import layout_for
+from tx8lab.core.layout_str import TENSOR_FAMILY, join_layout, split_layout, tensor_layout
+from tx8lab.core.layouts import has_aligned_layout, layout_for
+from tx8lab.core.ops.views import KERNEL_RANKS, needs_view
 from tx8lab.core.passes.base import Decision, Pass, PassResult, knob
+from tx8lab.errors import Tx8labError
 from tx8lab.hw.config import ChipConfig
 
 if TYPE_CHECKING:
@@ -119,6 +154,13 @@ def requirement(op: Op) -> Requirement:
     dev = op.attrs.get("dev_info")
     if isinstance(dev, DevInfo):
         aligned = dev.mem_layout in ALIGNED_LAYOUTS
+        bad = [v for v in op.results if aligned and not has_aligned_layout(v.type.rank)]
+        if bad:
+            raise Tx8labError(
+                f"{op.label}: dev_info fixes mem_layout = {dev.mem_layout.value} but its result "
+                f"{bad[0].type} has rank {bad[0].type.rank}; Cx/NCx exist for rank 2 and 4 "
+                "(seed 000): set Tensor/NTensor"
+            )
         return Requirement(
             "dev_info", aligned, f"dev_info fixes mem_layout = {dev.mem_layout.value}"
         )
@@ -129,6 +171,11 @@ def requirement(op: Op) -> Requirement:
         )
     entry = get_op_def(op.kind)
     mode = entry.align_mode(op)
+    odd = odd_rank_reason(op)
+    if odd is not None:
+        if mode is AlignMode.ALIGN:
+            odd += f"; the odd-rank rule goes before {op.kind}'s ALIGN-only kernel"
+        return Requirement("odd_rank", False, odd)
     if op.kind == "tx8be.Slice" and mode in (AlignMode.ALIGN, AlignMode.NALIGN):
         aligned = mode is AlignMode.ALIGN
         why = (
@@ -141,9 +188,6 @@ def requirement(op: Op) -> Requirement:
         return Requirement("align_only", True, f"{op.kind} has only an ALIGN kernel")
     if mode is AlignMode.NALIGN:
         return Requirement("nalign_only", False, f"{op.kind} has only a NALIGN kernel")
-    if op.results and op.results[0].type.rank in (1, 3):
-        rank = op.results[0].type.rank
-        return Requirement("odd_rank", False, f"output rank {rank}: Cx needs rank 2 or 4")
     out = op.results[0].type.shape if op.results else ()
     complete = next((i for i, v in enumerate(op.operands) if v.type.shape == out), None)
     if is_broadcast(op) and complete is not None:
@@ -157,6 +201,169 @@ def requirement(op: Op) -> Requirement:
     if not op.operands:
         return Requirement("no_parent", None, "a BOTH op without operands starts NALIGN")
     return Requirement("both", None, "a BOTH op follows its parents")
+
+
+def odd_rank_reason(op: Op) -> str | None:
+    """Why ``op`` can only be NALIGN by the odd-rank rule, or None (module docstring)."""
+    for v in op.results:
+        if v.type.rank not in (2, 4):
+            return f"output rank {v.type.rank}: Cx needs rank 2 or 4"
+    for i, v in enumerate(op.operands):
+        if v.type.rank not in KERNEL_RANKS:
+            return f"operand {i} has rank {v.type.rank}, which has no Cx (Cx needs rank 2 or 4)"
+    return None
+
+
+# ------------------------------------------------------------------ odd-rank views
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """What the ``view`` step did to one ALIGN-only op with an odd-rank tensor."""
+
+    op: Op
+    """The op as it now is (the same id; the original when no view exists)."""
+    before: Op
+    """The op as it was."""
+    reshapes: tuple[int, ...] = ()
+    """Ids of the Reshapes inserted before and after it."""
+    folded: tuple[int, ...] = ()
+    """Ids of the graph's own Reshapes that now read or make the view directly."""
+
+    @property
+    def viewed(self) -> bool:
+        """Whether the op now runs on views (False: it has none and stays as it was)."""
+        return self.op is not self.before
+
+
+def _wants_view(op: Op) -> bool:
+    from tx8lab.core.ops import get_op_def
+
+    if op.kind in TERMINATORS or op.regions or isinstance(op.attrs.get("dev_info"), DevInfo):
+        return False
+    ranks = ([v.type.rank for v in op.operands], [v.type.rank for v in op.results])
+    return get_op_def(op.kind).align_mode(op) is AlignMode.ALIGN and needs_view(*ranks)
+
+
+def _carried_layout_str(op: Op, shapes: Sequence[tuple[int, ...]]) -> str | None:
+    """``op``'s ``layout_str`` carried to new shapes of its operands then results."""
+    text = op.attrs.get("layout_str")
+    old = [v.type.shape for v in (*op.operands, *op.results)]
+    if not isinstance(text, str) or len(shapes) != len(old):
+        return None
+    parts = split_layout(text, len(old), op.label)
+    return join_layout(
+        [
+            part if a == b else (tensor_layout(b) if part in TENSOR_FAMILY else None)
+            for part, a, b in zip(parts, old, shapes, strict=True)
+        ]
+    )
+
+
+def _relaid(op: Op, new: Op) -> Op:
+    """``new`` (``op`` with other operand or result shapes) with its ``layout_str`` carried."""
+    layout = _carried_layout_str(op, [v.type.shape for v in (*new.operands, *new.results)])
+    return new if layout is None else new.with_attrs(layout_str=layout)
+
+
+def view_odd_ranks(func: Function, ids: IdCounter, created_by: str) -> tuple[Function, list[View]]:
+    """``func`` with its ALIGN-only ops that have a rank-3/5+ tensor on rank-2/4 views.
+
+    Each such op reads ``Reshape``s of its operands (one per value and shape, shared by
+    the ops that read the same view) and its results are reshaped back for their users;
+    the op keeps its id. Reshape chains fold as a frontend folds them: an operand made
+    by a Reshape used only here is reshaped to the view by that Reshape, and a result
+    used only by a Reshape feeds it directly. An op whose ``aligned_view`` is None is
+    left as it is (the odd-rank rule then makes it NALIGN).
+    """
+    from tx8lab.core.ops import get_op_def
+
+    users: dict[ValueKey, list[Op]] = {}
+    for user in func.ops:
+        for v in user.operands:
+            users.setdefault(v.key, []).append(user)
+    out: list[Op | None] = []
+    where: dict[int, int] = {}
+    views: list[View] = []
+    remap: dict[ValueKey, Value] = {}
+    shared: dict[tuple[ValueKey, tuple[int, ...]], Value] = {}
+
+    def reshape(value: Value, shape: tuple[int, ...], op_id: int | None = None) -> Op:
+        layout = join_layout([tensor_layout(value.type.shape), tensor_layout(shape)])
+        attrs = {"shape": shape, "layout_str": layout}
+        made_by = created_by if op_id is None else None
+        return make_op(
+            "Reshape", [value], attrs, op_id=ids() if op_id is None else op_id, created_by=made_by
+        )
+
+    def only_reshape(value: Value) -> Op | None:
+        """The graph's Reshape that makes ``value`` when nothing else reads it."""
+        pos = where.get(value.key[0])
+        producer = None if pos is None or value.key[2] else out[pos]
+        if producer is None or producer.kind != "tx8be.Reshape":
+            return None
+        return producer if len(users.get(value.key, ())) == 1 else None
+
+    def emit(op: Op) -> None:
+        where[op.id] = len(out)
+        out.append(op)
+
+    for op in func.ops:
+        operands = tuple(remap.get(v.key, v) for v in op.operands)
+        if any(a is not b for a, b in zip(operands, op.operands, strict=True)):
+            op = _relaid(op, op.replace(operands=operands))
+        if not _wants_view(op):
+            emit(op)
+            continue
+        view = get_op_def(op.kind).aligned_view(op)
+        if view is None:
+            views.append(View(op, op))
+            emit(op)
+            continue
+        made: list[Op] = []
+        folded: list[int] = []
+        inputs = []
+        for value, shape in zip(op.operands, view.operands, strict=True):
+            key = (value.key, shape)
+            producer = only_reshape(value)
+            if value.type.shape == shape or key in shared:
+                inputs.append(shared.get(key, value))
+            elif producer is not None:
+                # the graph's own Reshape makes the view (or goes, if it then does nothing)
+                source = producer.operands[0]
+                folded.append(producer.id)
+                out[where[producer.id]] = None
+                if source.type.shape == shape:
+                    inputs.append(source)
+                else:
+                    retargeted = reshape(source, shape, producer.id)
+                    out[where[producer.id]] = retargeted
+                    inputs.append(retargeted.result)
+            else:
+                made.append(reshape(value, shape))
+                shared[key] = made[-1].result
+                inputs.append(made[-1].result)
+        attrs = {k: v for k, v in {**op.attrs, **view.attrs}.items() if k != "layout_str"}
+        viewed = make_op(view.kind or op.kind, inputs, attrs, op_id=op.id, created_by=op.created_by)
+        if isinstance(op.attrs.get("layout_str"), str):
+            viewed = _relaid(op, viewed.with_attrs(layout_str=op.attrs["layout_str"]))
+        for m in made:
+            emit(m)
+        emit(viewed)
+        for old, new in zip(op.results, viewed.results, strict=True):
+            readers = users.get(old.key, [])
+            if old.type.shape == new.type.shape:
+                continue
+            if len(readers) == 1 and readers[0].kind == "tx8be.Reshape":
+                folded.append(readers[0].id)
+                remap[old.key] = new
+                continue
+            made.append(reshape(new, old.type.shape))
+            emit(made[-1])
+            remap[old.key] = made[-1].result
+            users[made[-1].result.key] = readers
+        views.append(View(viewed, op, tuple(m.id for m in made), tuple(folded)))
+    return func.with_ops([o for o in out if o is not None]), views
 
 
 # ------------------------------------------------------------------ the coloring
@@ -492,6 +699,13 @@ class LayoutAlignNPU(Pass):
     """Set from Python or ``--set layout-align-npu.strategy=optimal``."""
     compare: bool = knob(True, "also count the ChannelNorms the other strategy would insert")
     """The report's ``channel_norms_greedy`` / ``channel_norms_optimal`` need both."""
+    odd_rank: Literal["view", "nalign"] = knob(
+        "view",
+        "ALIGN-only op with an odd-rank tensor: view: computed on rank-4 views (Reshapes "
+        "around it); nalign: the op is NALIGN",
+        choices=("view", "nalign"),
+    )
+    """The two readings of seed 000's odd-rank rule (module docstring, "Odd ranks")."""
 
     def run(self, module: Module, hw: ChipConfig) -> PassResult:
         del hw
@@ -500,7 +714,13 @@ class LayoutAlignNPU(Pass):
         functions = []
         counts = {"greedy": 0, "optimal": 0}
         rules: Counter[str] = Counter()
+        viewed = 0
         for func in module.functions:
+            if self.odd_rank == "view":
+                func, views = view_odd_ranks(func, ids, self.name)
+                present = {o.id: o for o in func.ops}
+                decisions += [d for v in views for d in self._view_decisions(v, present)]
+                viewed += sum(1 for v in views if v.viewed)
             graph = _Graph.of(func)
             greedy, reasons = greedy_colors(graph)
             if self.strategy == "optimal":
@@ -529,6 +749,8 @@ class LayoutAlignNPU(Pass):
         stats: dict[str, int | float | str] = {
             "channel_norms": counts[self.strategy],
             "strategy": self.strategy,
+            "odd_rank": self.odd_rank,
+            "viewed": viewed,
         }
         if self.compare or self.strategy == "greedy":
             stats["channel_norms_greedy"] = counts["greedy"]
@@ -537,6 +759,38 @@ class LayoutAlignNPU(Pass):
         for rule, count in sorted(rules.items()):
             stats[f"rule_{rule}"] = count
         return PassResult(out, tuple(decisions), stats)
+
+    def _view_decisions(self, view: View, present: dict[int, Op]) -> list[Decision]:
+        op, before = view.op, view.before
+        ranks = ", ".join(str(v.type.rank) for v in (*before.operands, *before.results))
+        if not view.viewed:
+            why = (
+                f"{before.kind} has only an ALIGN kernel, but its tensors have ranks {ranks} "
+                "and no rank-2/4 view exists: the odd-rank rule makes it NALIGN"
+            )
+            return [self.decide(op.id, "not viewed", why, rule="view")]
+        shapes = " x ".join(str(list(v.type.shape)) for v in op.operands)
+        results = ", ".join(str(list(v.type.shape)) for v in op.results)
+        why = (
+            f"{before.kind} has only an ALIGN kernel and tensors of ranks {ranks} (Cx needs "
+            f"rank 2 or 4): computed as {op.kind} on {shapes} -> {results}"
+        )
+        reshapes = [present[i] for i in (*view.reshapes, *view.folded) if i in present]
+        out = [self.decide(op.id, "viewed", why, related=[r.id for r in reshapes], rule="view")]
+        for r in reshapes:
+            made = r.id in view.reshapes
+            out.append(
+                self.decide(
+                    r.id,
+                    "view reshape" if made else "folded",
+                    f"{'a' if made else 'an existing'} Reshape of compact data (no byte moves): "
+                    f"{list(r.operands[0].type.shape)} -> {list(r.results[0].type.shape)}, "
+                    f"for the view of {op.label}",
+                    related=[op.id],
+                    rule="view",
+                )
+            )
+        return out
 
     def _insertion(self, graph: _Graph, conv: Conversion, norm: Op) -> Decision:
         have = color_name(not conv.to_align)
@@ -572,10 +826,13 @@ __all__ = [
     "Conversion",
     "LayoutAlignNPU",
     "Requirement",
+    "View",
     "alignment_conflicts",
     "coloring_problem",
     "greedy_colors",
+    "odd_rank_reason",
     "optimal_colors",
     "plan_conversions",
     "requirement",
+    "view_odd_ranks",
 ]
