@@ -17,10 +17,12 @@ from hypothesis import given, settings
 
 from tests.strategies import modules
 from tx8lab.core import Builder, interpret, random_inputs, verify, zoo
+from tx8lab.core.execute import execute_module
 from tx8lab.core.grouping import group_members, is_compute, outline
 from tx8lab.core.hdfg import load_hdfg, parse_hdfg
 from tx8lab.core.ir import TERMINATORS, Function, IdCounter, Module, Op
 from tx8lab.core.passes import DEFAULT_PIPELINE, PASSES, build_pipeline
+from tx8lab.core.passes.group import Group
 from tx8lab.core.passes.group_hdfg import GroupHDFG, partition
 from tx8lab.core.runner import run_pipeline
 from tx8lab.errors import Tx8labError
@@ -187,6 +189,22 @@ def test_registered() -> None:
     assert GroupHDFG.knob("graph").default == "opu"
 
 
+def test_unmapped_knob_defaults_to_the_seed_and_reaches_the_grouper() -> None:
+    knob = GroupHDFG.knob("unmapped")
+    assert (knob.default, knob.choices) == ("seed", ("seed", "out"))
+    (p,) = build_pipeline(["group-hdfg"], ["group-hdfg.unmapped=out"])
+    assert isinstance(p, GroupHDFG)
+    assert p.unmapped == "out"
+    grouper = Group(strategy="hdfg", unmapped="out").grouper()
+    assert isinstance(grouper, GroupHDFG)
+    assert grouper.unmapped == "out"
+    assert Group(strategy="hdfg").grouper() == GroupHDFG()
+    with pytest.raises(Tx8labError, match="must be one of seed, out"):
+        build_pipeline(["group-hdfg"], ["group-hdfg.unmapped=in"])
+    with pytest.raises(Tx8labError, match=r"group-hdfg.unmapped='in': use one of seed, out"):
+        partition(_residual_block().main, OPU, "in")
+
+
 # --------------------------------------------------------------------------- FindMatch
 
 
@@ -255,7 +273,7 @@ def test_traversal_is_depth_first_and_topological() -> None:
     _same(module, out)
 
 
-def test_collect_inputs_records_the_seeds_stops() -> None:
+def _softmax_between_matmuls() -> Module:
     b = Builder()
     x = b.input((2, 4))
     w = b.constant(np.full((4, 4), 0.5, np.float32))  # %0
@@ -264,7 +282,11 @@ def test_collect_inputs_records_the_seeds_stops() -> None:
     sm = b.op("Softmax", g1, axis=-1)  # %4
     o = b.op("Add", b.op("MatMul", sm, w), g1)  # %5 %6
     b.output(o)
-    part = partition(b.finish().main, OPU)
+    return b.finish()
+
+
+def test_collect_inputs_records_the_seeds_stops() -> None:
+    part = partition(_softmax_between_matmuls().main, OPU, "out")
     assert part.groups == [[2, 0, 3, 1], [5, 6]]
     # %5 reads the Softmax (compute: stop 3) and %0 (grouped: stop 2); %6 reads %3, the
     # root of the first group (stop 1) before it would be "grouped"
@@ -273,6 +295,85 @@ def test_collect_inputs_records_the_seeds_stops() -> None:
     assert part.records[0].choice == part.records[1].choice == "collected"
     assert part.records[0].related == (2,)
     assert part.records[4].choice == "unmapped"
+
+
+def test_seed_unmapped_op_rides_along_and_becomes_the_root() -> None:
+    # fuse_op_hw: FindMatch "virtually maps" the Softmax (no op-map entry) into the current
+    # group; AddToGroup makes it the group's root_ref, and last_match stays at the adder
+    module = _softmax_between_matmuls()
+    part = partition(module.main, OPU)
+    assert part.groups == [[2, 0, 3, 1, 4], [5, 6]]
+    assert part.paths == [["ipa", "add"], ["ipa", "add"]]
+    rec = part.records[4]
+    assert (rec.choice, rec.nodes, rec.last_match) == ("virtual", (), "add")
+    # the MatMul after it restarts (no ipa after the adder); the Softmax is the root of
+    # the first group now (stop 1), the weight is grouped (stop 2)
+    assert part.records[5].cause == "no-successor"
+    assert part.records[5].stops == [(4, "root-of-other-group"), (0, "grouped")]
+    out, stats = _run(module)
+    assert (stats["virtual_ops"], stats["unmapped_ops"], stats["grouped_ops"]) == (1, 0, 5)
+    _same(module, out)
+    result = GroupHDFG().run(module, TX81)
+    (why,) = [d.reason for d in result.decisions if d.op_id == 4]
+    assert "no entry in the op map of hdfg_opu.txt (virtually mapped" in why
+    assert "last match stays add" in why
+
+
+def test_seed_collect_inputs_collects_unmapped_ops_upward() -> None:
+    # an op outside the op map that reads no group value waits; CollectInputs collects it
+    # into the group of its reader (seed: stop 3 is for ops in op_map only; AddToGroup:
+    # "aim to collect nodes that cannot be mapped via hdfg.op_map e.g. tuple, const,
+    # expand_dims"), with the Reshape and the Constant above it
+    b = Builder()
+    x = b.input((2, 4))
+    k = b.constant(np.ones(8, np.float32))  # %0
+    flat = b.op("Add", b.op("Reshape", b.op("Neg", x), shape=(8,)), k)  # %1 %2 %3
+    b.output(b.op("Relu", flat))  # %4
+    module = b.finish()
+    part = partition(module.main, OPU)
+    assert part.order == [1, 2, 3, 4]
+    assert [(part.records[i].choice, part.records[i].cause) for i in (1, 2)] == [
+        ("collected", "unmapped"),
+        ("collected", "unmapped"),
+    ]
+    assert part.groups == [[3, 2, 1, 0, 4]]
+    assert part.records[3].stops == []
+    assert part.records[2].related == (3,)
+    out, stats = _run(module)
+    assert (stats["collected_unmapped_ops"], stats["grouped_ops"], stats["unmapped_ops"]) == (
+        2,
+        4,
+        0,
+    )
+    _same(module, out)
+    # the earlier reading: both stay out, CollectInputs stops at the Reshape (a compute op)
+    old = partition(module.main, OPU, "out")
+    assert old.groups == [[3, 0, 4]]
+    assert old.records[3].stops == [(2, "compute")]
+    assert [old.records[i].choice for i in (1, 2)] == ["unmapped", "unmapped"]
+
+
+def test_seed_unmapped_op_read_outside_is_not_collected() -> None:
+    # the Neg is read by the Sigmoid (visited before, outside the group) and by the Relu's
+    # Add: collecting it would make the group produce the Sigmoid's input, so it stays out
+    b = Builder()
+    x = b.input((4,))
+    n = b.op("Neg", x)  # %0
+    s = b.op("Sigmoid", n)  # %1
+    b.output(b.op("Add", b.op("Relu", x), n), s)  # %2 %3
+    module = b.finish()
+    part = partition(module.main, OPU)
+    assert part.groups == [[2, 3]]
+    assert (part.records[0].choice, part.records[0].cause) == ("unmapped", "read-outside")
+    assert part.records[0].related == (1,)
+    assert part.records[3].stops == [(2, "grouped"), (0, "read-outside")]
+    out, stats = _run(module)
+    assert stats["unmapped_ops"] == 2
+    _same(module, out)
+    result = GroupHDFG().run(module, TX81)
+    (why,) = [d.reason for d in result.decisions if d.op_id == 0]
+    assert "also read by %1" in why
+    assert "CollectInputs left it out" in why
 
 
 def test_collect_inputs_walks_up_through_data_only() -> None:
@@ -313,14 +414,27 @@ def test_constant_read_later_by_an_ungrouped_op_is_collected_and_blocks_convexit
     s = b.op("Sigmoid", k)  # %3: reads the constant the group collected
     b.output(b.op("Add", m, s))  # %4: add follows mul_pre, but %3 depends on the group
     module = b.finish()
-    part = partition(module.main, OPU)
+    part = partition(module.main, OPU, "out")
     assert part.order == [1, 2, 3, 4]
     assert part.groups == [[1], [2, 0], [4]]
     assert OPU.find_match("mul_pre", "Add") == ("add",)
     assert (part.records[4].cause, part.records[4].related) == ("convexity", (3,))
     assert part.records[4].stops == [(2, "root-of-other-group"), (3, "compute")]
-    out, stats = _run(module)
+    out, stats = _run(module, unmapped="out")
     assert stats["convexity_restarts"] == 1
+    _same(module, out)
+    # the seed's reading: the Sigmoid reads only a constant the Mul's group collected (no
+    # value it computes), so it waits; the Add restarts for convexity as before and
+    # collects the Sigmoid upward (it depends on the Mul's group, not on the Add's)
+    part = partition(module.main, OPU)
+    assert part.groups == [[1], [2, 0], [4, 3]]
+    assert (part.records[3].choice, part.records[3].cause) == ("collected", "unmapped")
+    assert part.records[3].related == (4,)
+    assert part.records[4].cause == "convexity"
+    # above the collected Sigmoid the walk stops at %0, grouped in the Mul's group
+    assert part.records[4].stops == [(2, "root-of-other-group"), (0, "grouped")]
+    out, stats = _run(module)
+    assert stats["collected_unmapped_ops"] == 1
     _same(module, out)
 
 
@@ -459,9 +573,10 @@ def test_cnns_one_conv_per_group_with_its_followers(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["bert_base", "vit_tiny", "llama_decoder"])
-def test_transformers_group_matmuls_with_their_followers(name: str) -> None:
+@pytest.mark.parametrize("unmapped", ["seed", "out"])
+def test_transformers_group_matmuls_with_their_followers(name: str, unmapped: str) -> None:
     module = zoo.build(name)
-    out, stats = _run(module)
+    out, stats = _run(module, unmapped=unmapped)
     _check_groups(module, out)
     assert stats["groups"] > 0
     paths = Counter(tuple(g.attrs["hdfg_path"]) for g in _groups(out))
@@ -469,17 +584,53 @@ def test_transformers_group_matmuls_with_their_followers(name: str) -> None:
     if name != "llama_decoder":
         # the bias Add and the residual Add ride the same trip as their MatMul
         assert paths[("ipa", "add", "res_add")] > 0
-    # softmax and the norms never join a group
-    for group in _groups(out):
-        kinds = set(_body_kinds(group))
-        assert not kinds & {"tx8be.Softmax", "tx8be.LayerNorm", "tx8be.RMSNorm"}
+    norms = {"tx8be.Softmax", "tx8be.LayerNorm", "tx8be.RMSNorm"}
+    if unmapped == "out":
+        # softmax and the norms never join a group
+        for group in _groups(out):
+            assert not set(_body_kinds(group)) & norms
+        assert stats["unmapped_ops"] > 0
+        return
+    # fuse_op_hw: every op lands in a group, the ones outside the op map virtually mapped;
+    # softmax and the norms ride along in the group of the op whose result they read
+    assert stats["unmapped_ops"] == 0
+    group_of = {op.id: g.id for g in _groups(out) for op in g.regions[0].ops}
+    ridden = 0
+    for op in module.main.ops:
+        if op.kind in norms:
+            producer = op.operands[0].owner
+            assert group_of[op.id] == group_of[producer], op.label
+            ridden += 1
+    assert ridden > 0
+
+
+def test_seed_groups_run_end_to_end() -> None:
+    # the default pipeline with group.strategy=hdfg: the groups the seed's reading makes
+    # (Softmax, LayerNorm, Gelu riding along with their MatMul) go through group-cost,
+    # codegen and the executed program, whose outputs equal the interpreter's
+    module = zoo.build("tiny_transformer_block")
+    knobs = ["group.strategy=hdfg", "group-cost.search=default"]
+    steps = list(run_pipeline(module, build_pipeline(None, knobs), TX81))
+    grouped = next(s for s in steps if s.name == "group")
+    assert grouped.stats["unmapped_ops"] == 0
+    assert grouped.stats["virtual_ops"] > 0
+    final = steps[-1].after
+    # group-optimization had nothing left to wrap: every group is a trip of group-hdfg
+    assert len(_groups(final)) == grouped.stats["groups"]
+    assert {g.created_by for g in _groups(final)} == {"group-hdfg"}
+    riding = [g for g in _groups(final) if "tx8be.Softmax" in _body_kinds(g)]
+    assert riding
+    assert all("tx8be.MatMul" in _body_kinds(g) for g in riding)
+    ex = execute_module(final, TX81, via="program")
+    assert ex.ok, ex.summary()
+    assert all(d.exact for d in ex.diffs), ex.summary()
 
 
 def test_after_the_layout_pipeline_channel_norms_ride_along() -> None:
     module = zoo.build("bert_base", **SMALL["bert_base"])
     # the layout and constant passes, then group-hdfg instead of the default grouping
     upto = DEFAULT_PIPELINE[: DEFAULT_PIPELINE.index("const-norm") + 1]
-    names = [*build_pipeline(upto), GroupHDFG()]
+    names = [*build_pipeline(upto), GroupHDFG(unmapped="out")]
     steps = list(run_pipeline(module, names, TX81))
     last = steps[-1]
     assert last.name == "group-hdfg"
@@ -491,14 +642,15 @@ def test_after_the_layout_pipeline_channel_norms_ride_along() -> None:
     _same(module, last.after)
 
 
+@pytest.mark.parametrize("unmapped", ["seed", "out"])
 @settings(max_examples=150, deadline=None)
-@given(modules(max_ops=30))
-def test_random_modules(module: Module) -> None:
-    out, stats = _run(module)
+@given(module=modules(max_ops=30))
+def test_random_modules(unmapped: str, module: Module) -> None:
+    out, stats = _run(module, unmapped=unmapped)
     _check_groups(module, out)
     _same(module, out)
     # every compute op of the input is grouped or recorded as left out
-    result = GroupHDFG().run(module, TX81)
+    result = GroupHDFG(unmapped=unmapped).run(module, TX81)
     choices = {d.op_id: d.choice for d in result.decisions if d.choice != "group"}
     grouped = {i for members in group_members(out.main).values() for i in members}
     for op in module.main.ops:

@@ -1,4 +1,5 @@
-// RUN: tx8lab opt %s -p 'group-hdfg' | filecheck %s
+// RUN: tx8lab opt %s -p 'group-hdfg{unmapped=out}' | filecheck %s
+// unmapped=out (the earlier reading; the seed's is unmapped_rides_along.mlir):
 // Conv -> Neg -> Add(conv, neg): the Add could follow the ipa on the adder, but its
 // operand %2 (Neg, unmapped, outside) depends on the group, so joining would make the group
 // non-convex: the Add opens a new group from the source instead.

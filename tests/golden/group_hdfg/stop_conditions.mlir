@@ -1,8 +1,10 @@
-// RUN: tx8lab opt %s -p 'group-hdfg' | filecheck %s
-// The seed's three CollectInputs stops, seen from the second group (%5 %6 %7):
+// RUN: tx8lab opt %s -p 'group-hdfg{unmapped=out}' | filecheck %s
+// The seed's three CollectInputs stops, seen from the second group (%5 %6 %7), with
+// unmapped=out (the earlier reading, where stop 3 is every compute op):
 // (1) %3, the root of the first group, is read from it; (2) the weight %0 and the bias %1,
 // grouped already, are read from the first group too; (3) the Softmax, a compute op the op
-// map does not know, stays outside both groups.
+// map does not know, stays outside both groups. With the seed's unmapped=seed the Softmax
+// rides along in the first group instead (unmapped_becomes_root.mlir).
 "builtin.module"() ({
   "func.func"() ({
   ^bb0(%arg0: tensor<2x4xf32>):

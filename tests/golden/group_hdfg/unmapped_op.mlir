@@ -1,6 +1,8 @@
-// RUN: tx8lab opt %s -p 'group-hdfg' | filecheck %s
-// An op the op map does not know (Sigmoid) stays ungrouped between the two groups; the
-// residual Add reads the first MatMul straight from the first group.
+// RUN: tx8lab opt %s -p 'group-hdfg{unmapped=out}' | filecheck %s
+// unmapped=out (the earlier reading): an op the op map does not know (Sigmoid) stays
+// ungrouped between the two groups; the residual Add reads the first MatMul straight from
+// the first group. The seed's unmapped=seed puts the Sigmoid in the first group
+// (unmapped_rides_along.mlir, unmapped_becomes_root.mlir).
 "builtin.module"() ({
   "func.func"() ({
   ^bb0(%arg0: tensor<2x4xf32>):

@@ -1,7 +1,9 @@
 // RUN: tx8lab opt %s -p 'group-hdfg' | filecheck %s
 // ChannelNorm is virtual in the opu graph: between a MatMul and its bias Add it rides along
 // in the group without taking a node (the path stays ipa > add); one that reads no value
-// of the current group stays outside.
+// of the current group stays outside (no group reads it, so none collects it). The same
+// holds for every kind outside the op map with the default unmapped=seed; the virtual
+// declaration matters for unmapped=out.
 "builtin.module"() ({
   "func.func"() ({
   ^bb0(%arg0: tensor<2x4xf32>):

@@ -24,7 +24,7 @@ from typing import ClassVar
 
 from tx8lab.core.ir import Module
 from tx8lab.core.passes.base import Pass, PassResult, knob
-from tx8lab.core.passes.group_hdfg import GroupHDFG
+from tx8lab.core.passes.group_hdfg import UNMAPPED_MODES, GroupHDFG
 from tx8lab.core.passes.group_pattern import GroupPattern
 from tx8lab.hw.config import ChipConfig
 
@@ -55,6 +55,12 @@ class Group(Pass):
     """group-pattern's ``patterns_file``: a file of one's own patterns; empty: none."""
     graph: str = knob("opu", "HDFG for strategy=hdfg (tx8lab/core/data/hdfg_<name>.txt)")
     """The group-hdfg hardware dataflow graph."""
+    unmapped: str = knob(
+        "seed",
+        "for strategy=hdfg, ops outside the op map: seed (ride along) or out (stay out)",
+        choices=UNMAPPED_MODES,
+    )
+    """group-hdfg's ``unmapped``: the seed's virtually mapped ops, or the earlier reading."""
 
     def grouper(self) -> Pass:
         """The pass this strategy runs, with its knob."""
@@ -63,7 +69,7 @@ class Group(Pass):
         knobs = (
             {"opt_group": self.opt_group, "patterns_file": self.patterns_file}
             if self.strategy == "pattern"
-            else {"graph": self.graph}
+            else {"graph": self.graph, "unmapped": self.unmapped}
         )
         return cls(**knobs)
 

@@ -33,28 +33,37 @@ Readings chosen where the seed is vague:
   program order, so no op is missed. Constant data (Constants, LoadConsts, LoadVars and
   Tuples of them) is never visited downward; it is reached upward only (seed: constants
   are new branches "没办法向下遍历时访问到, 只能通过向上遍历").
-- **Unmapped compute ops stay out.** The seed adds every op the op map does not know to
-  the current group, calling it "virtually mapped" (``nn.batch_flatten``: "alter layout in
-  hardware memory or just change the data fetch pattern"). Here only the kinds the file
-  declares ``virtual`` do that (the opu file: ``Reshape`` and the layout conversion
-  ``ChannelNorm`` that layout-align-npu inserts between a MatMul and its bias Add); they
-  join the current group when they read a value of it and keep it convex, do not move
-  ``last_match``, and otherwise stay out. Every other unmapped op (Softmax, LayerNorm,
-  Gelu ...) stays ungrouped and ``last_match`` stays where it was (group-optimization
-  gives it a group of its own later).
+- **Unmapped compute ops ride along** (knob ``unmapped``, default ``seed``). fuse_op_hw
+  adds every op the op map does not know to the current group, calling it "virtually
+  mapped" (``nn.batch_flatten``: "alter layout in hardware memory or just change the data
+  fetch pattern"): FindMatch succeeds without a node and ``last_match`` stays where it
+  was. Here such an op joins the current group when it reads a value of it and keeps it
+  convex (the guards a matched op has too, below); otherwise it is left for
+  CollectInputs, which collects it upward into the group of the first op that reads it
+  (the seed's AddToGroup: "aim to collect nodes that cannot be mapped via hdfg.op_map
+  e.g. tuple, const, expand_dims"), or, if no group does, it stays ungrouped
+  (group-optimization gives it a group of its own). An unmapped op never opens a group:
+  only FindMatch from the source does (the seed's ``GetLatestGroup(true)``).
+  ``unmapped=out`` is the earlier reading: only the kinds the file declares ``virtual``
+  (the opu file: ``Reshape`` and the layout conversion ``ChannelNorm`` that
+  layout-align-npu inserts between a MatMul and its bias Add) ride along, every other
+  unmapped op (Softmax, LayerNorm, Gelu ...) stays ungrouped, ``last_match`` stays where
+  it was, and CollectInputs stops at every compute op.
 - **A matched op opens a new group** not only when FindMatch fails from ``last_match``
   (the seed's restart) but also when it reads no value the current group computes (the
   seed's depth-first walk backtracking to a sibling would glue two independent ops into
   one trip through the hardware) and when joining would make the group non-convex (an
   operand depends on the group through an op outside it). The decision names which.
 - **CollectInputs** walks the producers of each op added to a group and collects those
-  that are Constant, LoadConst, LoadVar or Tuple, recursively, stopping at (1) the root
-  (last matched op) of another group, (2) an op already in a group, (3) a compute op: the
-  seed stops only at mapped ones because it groups unmapped ones itself. Two stops are
-  ours: Group and StoreVar ops are never collected, and an input that is also read by an
-  op already visited outside the group stays out (collecting it would let that op, or
-  the group, wait on itself). A constant shared by two groups is collected by the first
-  and read from it by the second (seed condition 2).
+  that are Constant, LoadConst, LoadVar or Tuple, or (``unmapped=seed``) a compute op the
+  op map does not know that is in no group yet, recursively, stopping at (1) the root
+  (last matched op) of another group, (2) an op already in a group, (3) a compute op in
+  the op map (the seed's "a CallNode ... in op_map"; with ``unmapped=out`` every compute
+  op). Two stops are ours: Group and StoreVar ops are never collected, and an input that
+  is also read by an op already visited outside the group, or that depends on the group
+  through an op outside it, stays out (collecting it would let that op, or the group,
+  wait on itself). A constant shared by two groups is collected by the first and read
+  from it by the second (seed condition 2).
 - **Groups are convex and acyclic by construction**, so outlining never fails: ops are
   visited in a topological order, a group only grows while it is the latest one, an op
   joins only if no operand depends on the group through an op outside it, and an input
@@ -85,6 +94,9 @@ ValueKey = tuple[int, int, bool]
 #: Op kinds CollectInputs gathers upward: the seed's constants, tuples and vars.
 COLLECTABLE = frozenset({"tx8be.Constant", "tx8be.LoadConst", "tx8be.LoadVar", "tx8be.Tuple"})
 
+#: Values of the ``unmapped`` knob: the seed's reading, or ops outside the map stay out.
+UNMAPPED_MODES = ("seed", "out")
+
 #: Why CollectInputs stopped at an op (seed conditions 1-3, then ours).
 STOP_ROOT = "root-of-other-group"
 STOP_GROUPED = "grouped"
@@ -108,7 +120,9 @@ class OpRecord:
     """HDFG nodes it matched."""
     cause: str = ""
     """For ``new-group``: ``first``, ``no-successor``, ``not-fed`` or ``convexity``;
-    for ``collected`` / ``ungrouped``: what happened upward."""
+    for ``unmapped``: why it did not ride along (``not-fed``, ``convexity``, empty: out);
+    for ``collected``: ``unmapped`` when it is a compute op outside the op map;
+    for ``ungrouped``: what happened upward."""
     last_match: str | None = None
     """``last_match`` before it was matched (None: from the source)."""
     related: tuple[int, ...] = ()
@@ -131,16 +145,25 @@ class HDFGPartition:
     """The visit order (ops visited downward only)."""
 
 
-def partition(func: Function, hdfg: HDFG) -> HDFGPartition:
-    """Group the top-level ops of ``func`` on ``hdfg`` (the seed's ``Partition``)."""
-    return _Partitioner(func, hdfg).run()
+def partition(func: Function, hdfg: HDFG, unmapped: str = "seed") -> HDFGPartition:
+    """Group the top-level ops of ``func`` on ``hdfg`` (the seed's ``Partition``).
+
+    ``unmapped``: ``seed`` (ops outside the op map ride along or are collected upward)
+    or ``out`` (only ``virtual`` kinds ride along); see the module docstring.
+    """
+    if unmapped not in UNMAPPED_MODES:
+        raise Tx8labError(
+            f"group-hdfg.unmapped={unmapped!r}: use one of {', '.join(UNMAPPED_MODES)}"
+        )
+    return _Partitioner(func, hdfg, unmapped == "seed").run()
 
 
 class _Partitioner:
     """Mutable state of one partition: the seed's ``GraphMatchFuser`` fields."""
 
-    def __init__(self, func: Function, hdfg: HDFG) -> None:
+    def __init__(self, func: Function, hdfg: HDFG, seed_unmapped: bool) -> None:
         self.hdfg = hdfg
+        self.seed_unmapped = seed_unmapped
         self.ops = [op for op in func.ops if op.kind not in TERMINATORS]
         self.by_id = {op.id: op for op in self.ops}
         self.pos = {op.id: i for i, op in enumerate(self.ops)}
@@ -183,7 +206,9 @@ class _Partitioner:
             if op.id in self.kept_out:
                 stop, reader = self.kept_out[op.id]
                 related = () if reader is None else (reader,)
-                self.out.records[op.id] = OpRecord("ungrouped", cause=stop, related=related)
+                # a compute op stays "unmapped"; the stop says why it was not collected
+                choice = "unmapped" if is_compute(op) else "ungrouped"
+                self.out.records[op.id] = OpRecord(choice, cause=stop, related=related)
             elif record is None:
                 self.out.records[op.id] = OpRecord("ungrouped", cause="unread")
         return self.out
@@ -216,12 +241,12 @@ class _Partitioner:
             self._mark_taint(op.id)
             return
         group = self.current
-        if self.hdfg.is_virtual(op.kind):
-            self._virtual(op.id, group)
-            return
         if not self.hdfg.maps(op.kind):
-            self.out.records[op.id] = OpRecord("unmapped")
-            self._mark_taint(op.id)
+            if self.seed_unmapped or self.hdfg.is_virtual(op.kind):
+                self._virtual(op.id, group)
+            else:
+                self.out.records[op.id] = OpRecord("unmapped")
+                self._mark_taint(op.id)
             return
         if group is None:
             self._open(op.id, "first")
@@ -241,7 +266,10 @@ class _Partitioner:
         self._add(op.id, group, path)
 
     def _virtual(self, op_id: int, group: int | None) -> None:
-        """A virtual op joins the current group if it reads it and keeps it convex."""
+        """An op that rides along joins the current group if it reads it, keeping it convex.
+
+        Otherwise it is left out, for CollectInputs to collect upward (``unmapped=seed``).
+        """
         preds = self.preds[op_id]
         if group is None or not any(p in self.matched for p in preds):
             self.out.records[op_id] = OpRecord("unmapped", cause="not-fed")
@@ -307,7 +335,12 @@ class _Partitioner:
             self.gmap[pred] = group
             self.out.groups[group].append(pred)
             self.kept_out.pop(pred, None)
-            self.out.records[pred] = OpRecord("collected", group, related=(op_id,))
+            cause = ""
+            if is_compute(self.by_id[pred]):
+                # an op outside the op map, left out when visited: a value of the group now
+                self.matched.add(pred)
+                cause = "unmapped"
+            self.out.records[pred] = OpRecord("collected", group, cause=cause, related=(op_id,))
             todo.extend(reversed(self.preds[pred]))
 
     def _stop(self, pred: int, group: int) -> str | None:
@@ -318,8 +351,10 @@ class _Partitioner:
             return STOP_GROUPED
         op = self.by_id[pred]
         if is_compute(op):
-            return STOP_COMPUTE
-        if op.kind not in COLLECTABLE:
+            # seed: "Operators in op_map will be taken care of in Partition()"
+            if not self.seed_unmapped or self.hdfg.maps(op.kind):
+                return STOP_COMPUTE
+        elif op.kind not in COLLECTABLE:
             return STOP_NOT_COLLECTABLE
         if self.taint.get(pred) == group:
             self.kept_out[pred] = (STOP_CONVEXITY, None)
@@ -331,7 +366,10 @@ class _Partitioner:
         return None
 
     def _read_outside(self, op_id: int, group: int) -> int | None:
-        """An op visited already, outside ``group``, that reads ``op_id`` (through data)."""
+        """An op visited already, outside ``group``, that reads ``op_id`` (through data).
+
+        Data only (constants, tuples of them) is looked through: its readers are asked.
+        """
         todo = [op_id]
         seen = {op_id}
         while todo:
@@ -372,6 +410,13 @@ class GroupHDFG(Pass):
 
     graph: str = knob("opu", "HDFG file: a name in tx8lab/core/data (hdfg_<name>.txt) or a path")
     """Set from Python or ``--set group-hdfg.graph=opu``."""
+    unmapped: str = knob(
+        "seed",
+        "ops outside the op map: seed (ride along, collected upward; fuse_op_hw) or out "
+        "(stay out; only the file's virtual kinds ride along)",
+        choices=UNMAPPED_MODES,
+    )
+    """Set from Python or ``--set group-hdfg.unmapped=out`` (module docstring)."""
 
     def run(self, module: Module, hw: ChipConfig) -> PassResult:
         del hw
@@ -382,9 +427,12 @@ class GroupHDFG(Pass):
         stats: dict[str, int | float | str] = dict.fromkeys(
             ("groups", "grouped_ops", "collected_ops", "restarts", "convexity_restarts"), 0
         )
-        stats |= {"virtual_ops": 0, "unmapped_ops": 0, "ungrouped_ops": 0, "largest_group": 0}
+        stats |= dict.fromkeys(
+            ("collected_unmapped_ops", "virtual_ops", "unmapped_ops", "ungrouped_ops"), 0
+        )
+        stats["largest_group"] = 0
         for func in module.functions:
-            part = partition(func, hdfg)
+            part = partition(func, hdfg, self.unmapped)
             kinds = {op.id: op.name for op in func.ops}
             made: list[Op] = []
             if part.groups:
@@ -412,6 +460,7 @@ class GroupHDFG(Pass):
     ) -> list[Decision]:
         """One decision per op of the function, then one per group."""
         where = Path(hdfg.filename).name
+        seed = self.unmapped == "seed"
         out: list[Decision] = []
         for op_id, rec in part.records.items():
             data: dict[str, Any] = {}
@@ -435,24 +484,39 @@ class GroupHDFG(Pass):
                     f"joins {group}"
                 )
                 data["last_match"] = rec.last_match
+            elif rec.choice == "collected" and rec.cause == "unmapped":
+                reason = (
+                    f"{kinds[op_id]} has no entry in the op map of {where}: input of "
+                    f"{_ids(rec.related)} collected upward (CollectInputs) into {group}"
+                )
             elif rec.choice == "collected":
                 reason = (
                     f"input of {_ids(rec.related)} collected upward (CollectInputs) into {group}"
                 )
             elif rec.choice == "virtual":
                 reason = (
-                    f"{kinds[op_id]} is virtual in {where} (no unit, a layout or view change): "
+                    f"{kinds[op_id]} {_rides(hdfg, kinds[op_id], where)}: "
                     f"rides along in {group}, last match stays {rec.last_match}"
                 )
             elif rec.choice == "unmapped" and rec.cause == "not-fed":
                 reason = (
-                    f"{kinds[op_id]} is virtual in {where} but reads no value of the current "
-                    "group: left ungrouped"
+                    f"{kinds[op_id]} {_rides(hdfg, kinds[op_id], where)} but reads no value "
+                    "of the current group: left ungrouped"
+                    + (" (CollectInputs may collect it upward)" if seed else "")
                 )
             elif rec.choice == "unmapped" and rec.cause == "convexity":
                 reason = (
-                    f"{kinds[op_id]} is virtual in {where} but operand {_ids(rec.related)} "
-                    "depends on the current group through an op outside it: left ungrouped"
+                    f"{kinds[op_id]} {_rides(hdfg, kinds[op_id], where)} but operand "
+                    f"{_ids(rec.related)} depends on the current group through an op outside "
+                    "it: left ungrouped"
+                )
+            elif rec.choice == "unmapped" and rec.cause == STOP_CONVEXITY:
+                reason = f"{kinds[op_id]} {_rides(hdfg, kinds[op_id], where)}, but " + (
+                    f"also read by {_ids(rec.related)}, visited before outside the group that "
+                    "reads it: CollectInputs left it out"
+                    if rec.related
+                    else "it depends on the group that reads it through an op outside it: "
+                    "CollectInputs left it out"
                 )
             elif rec.choice == "unmapped":
                 reason = (
@@ -505,6 +569,8 @@ class GroupHDFG(Pass):
                 for a, b in itertools.pairwise(path):
                     if not hdfg.reachable(a, b):
                         problems.append(f"{group.label}: {b} does not follow {a} in {rule}")
+                if self.unmapped == "seed":
+                    continue  # any kind may ride along (virtually mapped)
                 for op_id in members:
                     op = by_id[op_id]
                     if is_compute(op) and not (hdfg.maps(op.kind) or hdfg.is_virtual(op.kind)):
@@ -513,13 +579,20 @@ class GroupHDFG(Pass):
 
 
 def _count(part: HDFGPartition) -> dict[str, int]:
-    """The pass's stats for one function."""
+    """The pass's stats for one function (``grouped_ops``: compute ops in a group)."""
     records = list(part.records.values())
-    matched = {i for i, r in part.records.items() if r.choice in _GROUPED}
+    matched = {
+        i
+        for i, r in part.records.items()
+        if r.choice in _GROUPED or (r.choice == "collected" and r.cause == "unmapped")
+    }
     return {
         "groups": len(part.groups),
         "grouped_ops": len(matched),
         "collected_ops": sum(r.choice == "collected" for r in records),
+        "collected_unmapped_ops": sum(
+            r.choice == "collected" and r.cause == "unmapped" for r in records
+        ),
         "restarts": sum(r.choice == "new-group" and r.cause != "first" for r in records),
         "convexity_restarts": sum(
             r.choice == "new-group" and r.cause == "convexity" for r in records
@@ -531,12 +604,20 @@ def _count(part: HDFGPartition) -> dict[str, int]:
     }
 
 
+def _rides(hdfg: HDFG, kind: str, where: str) -> str:
+    """Why an op outside the op map may ride along: declared virtual, or the seed's rule."""
+    if hdfg.is_virtual(kind):
+        return f"is virtual in {where} (no unit, a layout or view change)"
+    return f"has no entry in the op map of {where} (virtually mapped, as fuse_op_hw does)"
+
+
 def _ids(ids: Sequence[int]) -> str:
     return ", ".join(f"%{i}" for i in ids)
 
 
 __all__ = [
     "COLLECTABLE",
+    "UNMAPPED_MODES",
     "GroupHDFG",
     "HDFGPartition",
     "OpRecord",
