@@ -33,12 +33,13 @@ Readings chosen where the seed is vague:
   program order, so no op is missed. Constant data (Constants, LoadConsts, LoadVars and
   Tuples of them) is never visited downward; it is reached upward only (seed: constants
   are new branches "没办法向下遍历时访问到, 只能通过向上遍历").
-- **Unmapped compute ops ride along** (knob ``unmapped``, default ``seed``). fuse_op_hw
-  adds every op the op map does not know to the current group, calling it "virtually
-  mapped" (``nn.batch_flatten``: "alter layout in hardware memory or just change the data
-  fetch pattern"): FindMatch succeeds without a node and ``last_match`` stays where it
-  was. Here such an op joins the current group when it reads a value of it and keeps it
-  convex (the guards a matched op has too, below); otherwise it is left for
+- **Unmapped compute ops ride along** (knob ``unmapped``, default ``seed``). The seed's
+  Partition adds every op FindMatch accepts to ``GetLatestGroup()``, and fuse_op_hw's
+  FindMatch accepts an op the op map does not know as "virtually mapped"
+  (``nn.batch_flatten``: "alter layout in hardware memory or just change the data fetch
+  pattern") without a node, so ``last_match`` stays where it was. Here such an op joins
+  the current group when it reads a value of it and keeps it convex (the guards a
+  matched op has too, below); otherwise it is left for
   CollectInputs, which collects it upward into the group of the first op that reads it
   (the seed's AddToGroup: "aim to collect nodes that cannot be mapped via hdfg.op_map
   e.g. tuple, const, expand_dims"), or, if no group does, it stays ungrouped
@@ -56,14 +57,14 @@ Readings chosen where the seed is vague:
   operand depends on the group through an op outside it). The decision names which.
 - **CollectInputs** walks the producers of each op added to a group and collects those
   that are Constant, LoadConst, LoadVar or Tuple, or (``unmapped=seed``) a compute op the
-  op map does not know that is in no group yet, recursively, stopping at (1) the root
-  (last matched op) of another group, (2) an op already in a group, (3) a compute op in
-  the op map (the seed's "a CallNode ... in op_map"; with ``unmapped=out`` every compute
-  op). Two stops are ours: Group and StoreVar ops are never collected, and an input that
-  is also read by an op already visited outside the group, or that depends on the group
-  through an op outside it, stays out (collecting it would let that op, or the group,
-  wait on itself). A constant shared by two groups is collected by the first and read
-  from it by the second (seed condition 2).
+  op map does not know that is in no group yet, recursively, stopping at (1) the root of
+  another group (the op AddToGroup added to it last: ``root_ref``), (2) an op already in
+  a group, (3) a compute op in the op map (the seed's "a CallNode ... in op_map"; with
+  ``unmapped=out`` every compute op). Two stops are ours: Group and StoreVar ops are
+  never collected, and an input that is also read by an op already visited outside the
+  group, or that depends on the group through an op outside it, stays out (collecting
+  it would let that op, or the group, wait on itself). A constant shared by two groups
+  is collected by the first and read from it by the second (seed condition 2).
 - **Groups are convex and acyclic by construction**, so outlining never fails: ops are
   visited in a topological order, a group only grows while it is the latest one, an op
   joins only if no operand depends on the group through an op outside it, and an input
