@@ -893,6 +893,13 @@ def _mutate_structure(text: str, kind: int, a: int, b: int) -> str:
     return text
 
 
+_edits = st.lists(
+    st.tuples(st.integers(0, 2), st.integers(0, 1 << 20), st.integers(0, 1 << 20)),
+    min_size=1,
+    max_size=3,
+)
+
+
 @settings(
     max_examples=FUZZ * 2000,
     deadline=None,
@@ -901,11 +908,7 @@ def _mutate_structure(text: str, kind: int, a: int, b: int) -> str:
 )
 @given(
     model=st.integers(0, 4),
-    edits=st.lists(
-        st.tuples(st.integers(0, 2), st.integers(0, 1 << 20), st.integers(0, 1 << 20)),
-        min_size=1,
-        max_size=3,
-    ),
+    edits=_edits,
 )
 def test_fuzz_attribute_and_type_edits_verify_or_are_refused(
     model: int, edits: list[tuple[int, int, int]]
@@ -924,11 +927,7 @@ def test_fuzz_attribute_and_type_edits_verify_or_are_refused(
 )
 @given(
     model=st.integers(0, 4),
-    edits=st.lists(
-        st.tuples(st.integers(0, 2), st.integers(0, 1 << 20), st.integers(0, 1 << 20)),
-        min_size=1,
-        max_size=3,
-    ),
+    edits=_edits,
 )
 def test_fuzz_edited_modules_that_verify_go_through_every_pass_or_are_refused(
     model: int, edits: list[tuple[int, int, int]]
