@@ -335,7 +335,7 @@ def _run(args: argparse.Namespace, out: TextIO, outputs: Outputs) -> int:
             "chunk (mlir-opt --split-input-file)"
         )
         instruments.append(PrintAfterAll(out, elide_bytes=DUMP_ELIDE_BYTES, title=title))
-    for note in module.attrs.get("tx8.import_notes", ()):
+    for note in module.import_notes:
         sys.stderr.write(f"note: {note}\n")
     steps = list(run_pipeline(module, pipeline, hw, until=args.until, instruments=instruments))
     table.write(f"{model}: {module.num_ops} ops, hw {hw.name}\n")

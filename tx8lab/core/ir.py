@@ -299,6 +299,10 @@ class Function:
             yield from op.walk()
 
 
+#: The module attribute listing the conversions a frontend made (:attr:`Module.import_notes`).
+IMPORT_NOTES_ATTR = "tx8.import_notes"
+
+
 @dataclass(frozen=True, eq=False)
 class Module:
     """A ``builtin.module``: functions, module attributes and the id counter.
@@ -335,6 +339,11 @@ class Module:
         """Every op of every function, nested ones included."""
         for func in self.functions:
             yield from func.walk()
+
+    @property
+    def import_notes(self) -> tuple[str, ...]:
+        """The conversions the frontend reported (a uint8 ONNX input held as i32, ...)."""
+        return tuple(str(n) for n in self.attrs.get(IMPORT_NOTES_ATTR, ()))
 
     def op_by_id(self) -> dict[int, Op]:
         """Map from stable id to op (terminators left out)."""

@@ -24,7 +24,7 @@ Readings chosen:
   program played by the tile simulator: groups not separated by a barrier may overlap
   there, so its ``latency_ms`` can be below ``total_cycles``.
 - ``import_notes`` lists the conversions the ONNX import reported (a uint8 input held as
-  i32, ...; :func:`tx8lab.core.frontends.onnx.import_notes`), empty for other inputs.
+  i32, ...; :attr:`~tx8lab.core.ir.Module.import_notes`), empty for other inputs.
 - ``num_ops`` counts the input module's ops (nested ones included, terminators not);
   ``num_ops_final`` the output's. Each pass entry adds its index, knobs, ops before,
   decision count, stats and whether the result came from a cache.
@@ -245,7 +245,7 @@ def build_report(
         "report_version": REPORT_VERSION,
         "model": name,
         "model_args": to_jsonable(dict(model_args or {})),
-        "import_notes": [str(n) for n in module.attrs.get("tx8.import_notes", ())],
+        "import_notes": list(module.import_notes),
         "num_ops": module.num_ops,
         "num_ops_final": final.num_ops,
         "pipeline": [s.name for s in steps],

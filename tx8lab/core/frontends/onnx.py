@@ -49,8 +49,8 @@ no silent conversion. Where the ONNX spec leaves room, the readings are:
 - Element types: float32/16, bfloat16, int8/32/64 and bool map one to one; uint8, int16
   and uint16 graph inputs and initializers widen to i32 (every value kept), and each
   widening is reported: the module's ``tx8.import_notes`` attribute lists one line per
-  converted tensor (:func:`import_notes`; ``tx8lab run`` prints them and the report
-  carries them as ``import_notes``). double, uint32 and uint64 have
+  converted tensor (:attr:`~tx8lab.core.ir.Module.import_notes`; ``tx8lab run`` prints
+  them and the report carries them as ``import_notes``). double, uint32 and uint64 have
   no tx8be type holding all their values and are refused, as graph inputs, outputs and
   Cast targets; so is a Cast to uint8/int16/uint16 (ONNX wraps, i32 would not). A graph
   output's declared element type must be the computed one; a declared shape
@@ -84,7 +84,7 @@ import numpy.typing as npt
 
 from tx8lab.core.builder import Builder
 from tx8lab.core.dtypes import from_numpy, round_to
-from tx8lab.core.ir import Module, Value
+from tx8lab.core.ir import IMPORT_NOTES_ATTR, Module, Value
 from tx8lab.errors import Tx8labError
 
 Array = npt.NDArray[Any]
@@ -349,13 +349,10 @@ _ONNX_DTYPES = {
 #: ONNX element types held in a wider tx8be type (uint8, uint16, int16 -> i32): reported.
 _WIDENED = frozenset({2, 4, 5})
 
-#: The module attribute listing the conversions the import made (:func:`import_notes`).
-NOTES_ATTR = "tx8.import_notes"
-
 
 def import_notes(module: Module) -> tuple[str, ...]:
     """The conversions the ONNX import reported for ``module`` (empty: none, or not ONNX)."""
-    return tuple(str(n) for n in module.attrs.get(NOTES_ATTR, ()))
+    return module.import_notes
 
 
 #: Cast targets: the element types tx8be holds exactly (a cast to uint8/int16/uint16 would
@@ -846,7 +843,7 @@ class _Importer:
         module = self.b.finish()
         if not self.notes:
             return module
-        attrs = {**module.attrs, NOTES_ATTR: tuple(self.notes)}
+        attrs = {**module.attrs, IMPORT_NOTES_ATTR: tuple(self.notes)}
         return Module(module.functions, attrs, module.next_id)
 
     def note_widened(self, what: str, name: str, elem: int) -> None:
